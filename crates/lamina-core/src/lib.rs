@@ -1,0 +1,28 @@
+//! The contract every lamina engine implements, and the tools to check it.
+//!
+//! - [`limits`]: the key and value size limits of the API (those of the SIGMOD 2011 contest).
+//! - [`Error`]: the one error type of the public API, with structured variants.
+//! - [`codec`]: the `Encode`/`Decode` traits that every on-disk structure implements.
+//! - [`checksum`]: CRC32C, the checksum of every persistent structure.
+//! - [`OrderedIndex`]: the trait every engine implements, with its exact semantics.
+//! - `testkit` (feature `testkit`): the conformance kit every engine must pass.
+
+mod batch;
+pub mod checksum;
+pub mod codec;
+mod durability;
+mod error;
+mod index;
+pub mod limits;
+mod range;
+mod stats;
+
+#[cfg(feature = "testkit")]
+pub mod testkit;
+
+pub use batch::{BatchOp, WriteBatch};
+pub use durability::Durability;
+pub use error::{Error, InvalidArgument, Result};
+pub use index::{CasOutcome, Entry, OrderedIndex};
+pub use range::KeyRange;
+pub use stats::{IoStats, Stats};
