@@ -42,7 +42,7 @@ pub fn batch_is_all_or_nothing_on_bad_input<S: Subject>(make: &impl Fn() -> S) {
     batch.delete(b"keep".to_vec()).put(Vec::new(), b"bad".to_vec());
     assert!(db.write_batch(&batch).unwrap_err().is_invalid_argument());
     let expect: BTreeMap<Vec<u8>, Vec<u8>> = [(b"keep".to_vec(), b"v".to_vec())].into();
-    assert_eq!(dump(&db), expect);
+    assert_eq!(dump(&db), expect, "a refused batch must leave the store unchanged");
     db.close().unwrap();
 }
 
@@ -64,18 +64,25 @@ pub fn batch_is_atomic_to_readers<S: Subject>(make: &impl Fn() -> S) {
     };
     db.write_batch(&write(0)).unwrap();
     let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        s.spawn(|| {
+    let violation = std::thread::scope(|s| {
+        let reader = s.spawn(|| {
             while !done.load(Ordering::Acquire) {
                 let y = u64::from_be_bytes(db.get(b"y").unwrap().unwrap().try_into().unwrap());
                 let x = u64::from_be_bytes(db.get(b"x").unwrap().unwrap().try_into().unwrap());
-                assert!(x >= y, "saw half a batch: y = {y} then x = {x}");
+                if x < y {
+                    return Some(format!("saw half a batch: y = {y} then x = {x}"));
+                }
             }
+            None
         });
         for g in 1..=GENERATIONS {
             db.write_batch(&write(g)).unwrap();
         }
         done.store(true, Ordering::Release);
+        reader.join().unwrap()
     });
+    if let Some(violation) = violation {
+        panic!("{violation}");
+    }
     db.close().unwrap();
 }

@@ -79,7 +79,8 @@ fn cases() -> u32 {
 /// oracle's, and at the end (and after every reopen or crash) the whole content must.
 /// `LAMINA_MODEL_CASES` sets the number of programs (default 48).
 pub fn model_random_sequences<S: Subject>(make: &impl Fn() -> S) {
-    let mut runner = TestRunner::new(Config { cases: cases(), ..Config::default() });
+    let config = Config { cases: cases(), failure_persistence: None, ..Config::default() };
+    let mut runner = TestRunner::new(config);
     let programs = proptest::collection::vec(step_strategy(), 1..120);
     let result = runner.run(&programs, |program| run_program(make(), &program));
     if let Err(err) = result {

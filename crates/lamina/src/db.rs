@@ -1,0 +1,248 @@
+//! [`Db`]: a database directory opened with one engine.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use lamina_core::{CasOutcome, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch};
+use lamina_mem::MemEngine;
+
+use crate::iter::ScanIter;
+use crate::meta::{META_FILE_NAME, Meta};
+use crate::{EngineKind, Options};
+
+/// Name of the lock file that keeps a second process from opening the same directory.
+pub const LOCK_FILE_NAME: &str = "LOCK";
+
+/// The engines, dispatched by enum (no virtual call on the hot path).
+#[derive(Debug)]
+enum Engine {
+    Mem(MemEngine),
+}
+
+macro_rules! dispatch {
+    ($self:expr, $engine:ident => $body:expr) => {
+        match &$self.engine {
+            Engine::Mem($engine) => $body,
+        }
+    };
+}
+
+/// An open database. `Send + Sync`: share it between threads with `Arc` or by reference.
+#[derive(Debug)]
+pub struct Db {
+    engine: Engine,
+    kind: EngineKind,
+    dir: PathBuf,
+    /// Held (with an exclusive advisory lock) for as long as the `Db` lives.
+    _lock: File,
+}
+
+impl Db {
+    /// Opens (or creates) the database in `dir` with `options`.
+    ///
+    /// Fails with `InvalidArgument` for bad options, `Incompatible` if `dir` holds another
+    /// engine's database or something that is not a lamina database, and `Io` if `dir` is
+    /// locked by another process.
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Db> {
+        options.validate()?;
+        let dir = dir.as_ref();
+        prepare_dir(dir, options.create_if_missing)?;
+        let lock = lock_dir(dir)?;
+        match Meta::read(dir)? {
+            Some(meta) if meta.engine != options.engine.name() => {
+                return Err(Error::Incompatible {
+                    reason: format!(
+                        "{} holds a `{}` database; it cannot be opened as `{}`",
+                        dir.display(),
+                        meta.engine,
+                        options.engine
+                    ),
+                });
+            }
+            Some(_) => {}
+            None => {
+                let foreign = std::fs::read_dir(dir)
+                    .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?
+                    .filter_map(std::result::Result::ok)
+                    .any(|entry| entry.file_name() != LOCK_FILE_NAME);
+                if foreign {
+                    return Err(Error::Incompatible {
+                        reason: format!(
+                            "{} is not empty and has no {META_FILE_NAME} file: not a lamina \
+                             database",
+                            dir.display()
+                        ),
+                    });
+                }
+                Meta { engine: options.engine.name().to_string() }.write(dir)?;
+            }
+        }
+        let engine = match options.engine {
+            EngineKind::Mem => Engine::Mem(MemEngine::open(dir)?),
+        };
+        Ok(Db { engine, kind: options.engine, dir: dir.to_path_buf(), _lock: lock })
+    }
+
+    /// The engine recorded in `dir`, if `dir` holds a lamina database.
+    pub fn engine_of(dir: impl AsRef<Path>) -> Result<Option<EngineKind>> {
+        Meta::read(dir.as_ref())?.map(|meta| EngineKind::from_name(&meta.engine)).transpose()
+    }
+
+    /// The engine this database uses.
+    pub fn engine(&self) -> EngineKind {
+        self.kind
+    }
+
+    /// The database directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// An iterator over `range` in ascending key order, fetched in pages.
+    pub fn iter(&self, range: KeyRange) -> ScanIter<'_, Db> {
+        ScanIter::new(self, range)
+    }
+}
+
+fn prepare_dir(dir: &Path, create_if_missing: bool) -> Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(Error::InvalidArgument(lamina_core::InvalidArgument::Option {
+            name: "dir",
+            reason: format!("{} exists and is not a directory", dir.display()),
+        })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && create_if_missing => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::io(format!("creating {}", dir.display()), e))
+        }
+        Err(e) => Err(Error::io(format!("opening {}", dir.display()), e)),
+    }
+}
+
+fn lock_dir(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK_FILE_NAME);
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Io {
+            context: format!("locking {}", path.display()),
+            source: std::io::Error::new(
+                std::io::ErrorKind::ResourceBusy,
+                "the database is already open in another process or handle",
+            ),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(Error::io(format!("locking {}", path.display()), e))
+        }
+    }
+}
+
+/// The API, also callable without importing the trait. See [`OrderedIndex`] for the exact
+/// semantics of each call.
+impl Db {
+    /// The value stored under `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        dispatch!(self, e => e.get(key))
+    }
+
+    /// Inserts or overwrites `key`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        dispatch!(self, e => e.put(key, value))
+    }
+
+    /// Removes `key`; returns whether it existed.
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        dispatch!(self, e => e.delete(key))
+    }
+
+    /// Atomically replaces the value if it equals `expected` (`None`: absent).
+    pub fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<CasOutcome> {
+        dispatch!(self, e => e.compare_and_swap(key, expected, new))
+    }
+
+    /// Up to `limit` pairs in `range`, ascending.
+    pub fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
+        dispatch!(self, e => e.scan(range, limit))
+    }
+
+    /// Applies `batch` atomically.
+    pub fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        dispatch!(self, e => e.write_batch(batch))
+    }
+
+    /// Makes every acknowledged write durable.
+    pub fn sync(&self) -> Result<()> {
+        dispatch!(self, e => e.sync())
+    }
+
+    /// Counters of the engine's state and I/O.
+    pub fn stats(&self) -> Stats {
+        dispatch!(self, e => e.stats())
+    }
+
+    /// Flushes and releases the engine; later calls return `Error::Closed`. Idempotent.
+    pub fn close(&self) -> Result<()> {
+        dispatch!(self, e => e.close())
+    }
+}
+
+impl OrderedIndex for Db {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Db::get(self, key)
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        Db::put(self, key, value)
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<bool> {
+        Db::delete(self, key)
+    }
+
+    fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<CasOutcome> {
+        Db::compare_and_swap(self, key, expected, new)
+    }
+
+    fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
+        Db::scan(self, range, limit)
+    }
+
+    fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        Db::write_batch(self, batch)
+    }
+
+    fn sync(&self) -> Result<()> {
+        Db::sync(self)
+    }
+
+    fn stats(&self) -> Stats {
+        Db::stats(self)
+    }
+
+    fn close(&self) -> Result<()> {
+        Db::close(self)
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        // A dropped handle closes cleanly; errors here have no caller to go to, so callers
+        // that care call `close` themselves and see them.
+        let _ = self.close();
+    }
+}

@@ -1,0 +1,36 @@
+//! lamina: an embeddable, concurrent, crash-safe, ordered key-value store.
+//!
+//! ```
+//! use lamina::{Db, Durability, EngineKind, KeyRange, Options};
+//!
+//! # fn main() -> lamina::Result<()> {
+//! let dir = tempfile::tempdir().unwrap();
+//! let options = Options { engine: EngineKind::Mem, durability: Durability::None, ..Options::default() };
+//! let db = Db::open(dir.path(), options)?;
+//! db.put(b"apple", b"red")?;
+//! db.put(b"banana", b"yellow")?;
+//! assert_eq!(db.get(b"apple")?.as_deref(), Some(&b"red"[..]));
+//! assert!(db.compare_and_swap(b"apple", Some(b"red"), Some(b"green"))?.is_swapped());
+//! let fruits: Vec<_> = db.iter(KeyRange::all()).collect::<lamina::Result<_>>()?;
+//! assert_eq!(fruits.len(), 2);
+//! db.close()?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod db;
+mod engine_kind;
+mod iter;
+mod meta;
+mod options;
+
+pub use db::Db;
+pub use engine_kind::EngineKind;
+pub use iter::ScanIter;
+pub use lamina_core::limits;
+pub use lamina_core::{
+    BatchOp, CasOutcome, Durability, Entry, Error, InvalidArgument, IoStats, KeyRange,
+    OrderedIndex, Result, Stats, WriteBatch,
+};
+pub use meta::{META_FILE_NAME, Meta};
+pub use options::Options;

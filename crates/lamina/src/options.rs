@@ -1,0 +1,98 @@
+//! Options of [`crate::Db::open`], validated before anything is created.
+
+use lamina_core::{Durability, Error, Result};
+
+use crate::EngineKind;
+
+/// How to open a database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// The index design. An existing directory must have been created with the same one.
+    pub engine: EngineKind,
+    /// When acknowledged writes survive a crash.
+    pub durability: Durability,
+    /// Memory an engine may use for its in-memory level or buffers (FD+tree's L0, NB-tree's
+    /// root); 64 KiB to 64 GiB.
+    pub memory_budget_bytes: u64,
+    /// Block cache size; 0 disables the cache; at most 1 TiB.
+    pub cache_bytes: u64,
+    /// Create the directory if it does not exist.
+    pub create_if_missing: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            engine: EngineKind::default(),
+            durability: Durability::Sync,
+            memory_budget_bytes: 4 << 20,
+            cache_bytes: 15 << 20,
+            create_if_missing: true,
+        }
+    }
+}
+
+/// Smallest `memory_budget_bytes`.
+pub const MEMORY_BUDGET_BYTES_MIN: u64 = 64 << 10;
+/// Largest `memory_budget_bytes`.
+pub const MEMORY_BUDGET_BYTES_MAX: u64 = 64 << 30;
+/// Largest `cache_bytes`.
+pub const CACHE_BYTES_MAX: u64 = 1 << 40;
+
+impl Options {
+    /// Checks every option; the error names the option and its range.
+    pub fn validate(&self) -> Result<()> {
+        self.durability.validate()?;
+        if !(MEMORY_BUDGET_BYTES_MIN..=MEMORY_BUDGET_BYTES_MAX).contains(&self.memory_budget_bytes)
+        {
+            return Err(Error::option(
+                "memory_budget_bytes",
+                format!(
+                    "{} is outside {MEMORY_BUDGET_BYTES_MIN}..={MEMORY_BUDGET_BYTES_MAX}",
+                    self.memory_budget_bytes
+                ),
+            ));
+        }
+        if self.cache_bytes > CACHE_BYTES_MAX {
+            return Err(Error::option(
+                "cache_bytes",
+                format!("{} is over {CACHE_BYTES_MAX}", self.cache_bytes),
+            ));
+        }
+        if self.engine == EngineKind::Mem && self.durability != Durability::None {
+            // Honest until the group-commit log makes `mem` crash-safe: it only persists a
+            // snapshot on clean close, which is exactly `Durability::None`.
+            return Err(Error::Unsupported {
+                what: format!(
+                    "durability {:?} with engine `mem`, which persists only on clean close; \
+                     use Durability::None",
+                    self.durability
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn mem() -> Options {
+        Options { engine: EngineKind::Mem, durability: Durability::None, ..Options::default() }
+    }
+
+    #[test]
+    fn out_of_range_options_name_themselves() {
+        let err = Options { memory_budget_bytes: 1, ..mem() }.validate().unwrap_err();
+        assert!(err.to_string().contains("memory_budget_bytes"), "{err}");
+        let err = Options { cache_bytes: u64::MAX, ..mem() }.validate().unwrap_err();
+        assert!(err.to_string().contains("cache_bytes"), "{err}");
+        let bad = Durability::Buffered { max_delay: Duration::ZERO };
+        let err = Options { durability: bad, ..mem() }.validate().unwrap_err();
+        assert!(err.to_string().contains("durability"), "{err}");
+        assert!(mem().validate().is_ok());
+    }
+}
