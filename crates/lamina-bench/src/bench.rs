@@ -15,7 +15,10 @@ use lamina_core::{Durability, Error, Result};
 use crate::{
     EngineFactory, EngineParams,
     metrics::{LatencyHistogram, dir_size_bytes},
-    report::{BenchParams, BenchReport, EngineSummary, IoReport, RunReport, SCHEMA_NAME, SCHEMA_VERSION, SkippedEngine, TimelineReport},
+    report::{
+        BenchParams, BenchReport, EngineSummary, IoReport, RunReport, SCHEMA_NAME, SCHEMA_VERSION,
+        SkippedEngine, TimelineReport,
+    },
     runner::{KindHistograms, RunConfig, RunResult, RunnerKind, run_workload},
     workload::{WorkloadConfig, WorkloadKind},
 };
@@ -66,7 +69,10 @@ pub fn durability_name(durability: Durability) -> String {
 
 /// Resolves the engine list: explicit names must exist and accept the parameters (else an
 /// error); with no names, every engine that accepts them, the others skipped with a reason.
-fn resolve_engines(factory: &dyn EngineFactory, config: &BenchConfig) -> Result<(Vec<String>, Vec<SkippedEngine>)> {
+fn resolve_engines(
+    factory: &dyn EngineFactory,
+    config: &BenchConfig,
+) -> Result<(Vec<String>, Vec<SkippedEngine>)> {
     let known: Vec<String> = factory.engines().into_iter().map(|e| e.name).collect();
     let mut skipped = Vec::new();
     let mut engines = Vec::new();
@@ -78,19 +84,28 @@ fn resolve_engines(factory: &dyn EngineFactory, config: &BenchConfig) -> Result<
             }
         }
         if engines.is_empty() {
-            let reasons: Vec<String> = skipped.iter().map(|s| format!("{}: {}", s.engine, s.reason)).collect();
-            return Err(Error::option("engines", format!("no engine accepts these settings ({})", reasons.join("; "))));
+            let reasons: Vec<String> =
+                skipped.iter().map(|s| format!("{}: {}", s.engine, s.reason)).collect();
+            return Err(Error::option(
+                "engines",
+                format!("no engine accepts these settings ({})", reasons.join("; ")),
+            ));
         }
         return Ok((engines, skipped));
     }
     for name in &config.engines {
         if !known.contains(name) {
-            return Err(Error::option("engines", format!("unknown engine `{name}`; known: {}", known.join(", "))));
+            return Err(Error::option(
+                "engines",
+                format!("unknown engine `{name}`; known: {}", known.join(", ")),
+            ));
         }
         if engines.contains(name) {
             return Err(Error::option("engines", format!("engine `{name}` is listed twice")));
         }
-        factory.check(name, &config.engine_params).map_err(|e| Error::option("engines", format!("engine `{name}` cannot run: {e}")))?;
+        factory
+            .check(name, &config.engine_params)
+            .map_err(|e| Error::option("engines", format!("engine `{name}` cannot run: {e}")))?;
         engines.push(name.clone());
     }
     Ok((engines, skipped))
@@ -136,8 +151,16 @@ fn params(config: &BenchConfig, engines: &[String], preload: u64) -> BenchParams
 
 fn run_report(engine: &str, round: u32, workload: &str, result: &RunResult) -> RunReport {
     let m = &result.measurements;
-    let user_bytes = if result.engine_user_bytes_written > 0 { result.engine_user_bytes_written } else { m.user_bytes_written };
-    let write_amplification = if user_bytes > 0 && result.io.bytes_written > 0 { result.io.bytes_written as f64 / user_bytes as f64 } else { 0.0 };
+    let user_bytes = if result.engine_user_bytes_written > 0 {
+        result.engine_user_bytes_written
+    } else {
+        m.user_bytes_written
+    };
+    let write_amplification = if user_bytes > 0 && result.io.bytes_written > 0 {
+        result.io.bytes_written as f64 / user_bytes as f64
+    } else {
+        0.0
+    };
     let open = m.queued.count() > 0;
     let us = |ns: &u64| *ns as f64 / 1000.0;
     RunReport {
@@ -173,12 +196,19 @@ fn ratio(value: f64, base: f64) -> f64 {
     if base > 0.0 { value / base } else { 0.0 }
 }
 
-fn summarize(engines: &[String], runs: &[RunReport], histograms: &BTreeMap<String, KindHistograms>) -> Vec<EngineSummary> {
+fn summarize(
+    engines: &[String],
+    runs: &[RunReport],
+    histograms: &BTreeMap<String, KindHistograms>,
+) -> Vec<EngineSummary> {
     let mut out: Vec<EngineSummary> = Vec::new();
     for engine in engines {
         let mine: Vec<&RunReport> = runs.iter().filter(|r| &r.engine == engine).collect();
         let rounds = mine.len() as f64;
-        let all = histograms.get(engine).map_or_else(LatencyHistogram::new, KindHistograms::all).summary();
+        let all = histograms
+            .get(engine)
+            .map_or_else(LatencyHistogram::new, KindHistograms::all)
+            .summary();
         out.push(EngineSummary {
             engine: engine.clone(),
             rounds: mine.len() as u32,
@@ -206,18 +236,26 @@ fn summarize(engines: &[String], runs: &[RunReport], histograms: &BTreeMap<Strin
 
 fn fresh_dir(path: &Path) -> Result<()> {
     if path.exists() {
-        std::fs::remove_dir_all(path).map_err(|e| Error::io(format!("clearing {}", path.display()), e))?;
+        std::fs::remove_dir_all(path)
+            .map_err(|e| Error::io(format!("clearing {}", path.display()), e))?;
     }
     std::fs::create_dir_all(path).map_err(|e| Error::io(format!("creating {}", path.display()), e))
 }
 
 /// Runs the comparison. `note` receives one-line remarks (skipped engines, kept
 /// directories) as they happen.
-pub fn run_bench(factory: &dyn EngineFactory, config: &BenchConfig, note: &mut dyn FnMut(&str)) -> Result<BenchOutcome> {
+pub fn run_bench(
+    factory: &dyn EngineFactory,
+    config: &BenchConfig,
+    note: &mut dyn FnMut(&str),
+) -> Result<BenchOutcome> {
     config.workload.validate()?;
     config.run.validate()?;
     if !(1..=ROUNDS_MAX).contains(&config.rounds) {
-        return Err(Error::option("rounds", format!("must be 1..={ROUNDS_MAX}, got {}", config.rounds)));
+        return Err(Error::option(
+            "rounds",
+            format!("must be 1..={ROUNDS_MAX}, got {}", config.rounds),
+        ));
     }
     let (engines, skipped) = resolve_engines(factory, config)?;
     for s in &skipped {
@@ -230,17 +268,27 @@ pub fn run_bench(factory: &dyn EngineFactory, config: &BenchConfig, note: &mut d
         Some(dir) => {
             for engine in &engines {
                 let path = dir.join(engine);
-                let occupied = std::fs::read_dir(&path).map(|mut d| d.next().is_some()).unwrap_or(false);
+                let occupied = std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_some());
                 if occupied {
-                    return Err(Error::option("dir", format!("{} is not empty; remove it or choose another --dir", path.display())));
+                    return Err(Error::option(
+                        "dir",
+                        format!(
+                            "{} is not empty; remove it or choose another --dir",
+                            path.display()
+                        ),
+                    ));
                 }
             }
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
             temp = None;
             dir.clone()
         }
         None => {
-            let t = tempfile::Builder::new().prefix("lamina-bench-").tempdir().map_err(|e| Error::io("creating a temporary directory", e))?;
+            let t = tempfile::Builder::new()
+                .prefix("lamina-bench-")
+                .tempdir()
+                .map_err(|e| Error::io("creating a temporary directory", e))?;
             let path = t.path().to_path_buf();
             temp = Some(t);
             path
@@ -251,14 +299,20 @@ pub fn run_bench(factory: &dyn EngineFactory, config: &BenchConfig, note: &mut d
     let mut histograms: BTreeMap<String, KindHistograms> = BTreeMap::new();
     let mut preload = config.workload.preload;
     for round in 1..=config.rounds {
-        let order: Vec<&String> = if round % 2 == 1 { engines.iter().collect() } else { engines.iter().rev().collect() };
+        let order: Vec<&String> =
+            if round % 2 == 1 { engines.iter().collect() } else { engines.iter().rev().collect() };
         for engine in order {
             let path = base.join(engine);
             fresh_dir(&path)?;
             let db = factory.open(engine, &path, &config.engine_params)?;
             let workload = config.workload.build()?;
-            let label = if config.rounds > 1 { format!("{engine} {round}/{}", config.rounds) } else { engine.clone() };
-            let outcome = run_workload(db.as_ref(), workload, &config.run, read_fraction, &path, &label);
+            let label = if config.rounds > 1 {
+                format!("{engine} {round}/{}", config.rounds)
+            } else {
+                engine.clone()
+            };
+            let outcome =
+                run_workload(db.as_ref(), workload, &config.run, read_fraction, &path, &label);
             let closed = db.close();
             drop(db);
             let mut result = outcome?;
@@ -293,7 +347,8 @@ pub fn run_bench(factory: &dyn EngineFactory, config: &BenchConfig, note: &mut d
         summary,
         skipped,
     };
-    let histograms = engines.iter().map(|e| (e.clone(), histograms.remove(e).unwrap_or_default())).collect();
+    let histograms =
+        engines.iter().map(|e| (e.clone(), histograms.remove(e).unwrap_or_default())).collect();
     Ok(BenchOutcome { report, histograms, kept_dir })
 }
 

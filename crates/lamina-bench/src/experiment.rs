@@ -56,14 +56,20 @@ impl Experiment {
     pub fn plan(self, seed: u64) -> ExperimentPlan {
         match self {
             Experiment::FdfcFigure1 => ExperimentPlan {
-                workload: WorkloadConfig { preload: 0, ..WorkloadConfig::new(WorkloadKind::Insert, seed) },
+                workload: WorkloadConfig {
+                    preload: 0,
+                    ..WorkloadConfig::new(WorkloadKind::Insert, seed)
+                },
                 runner: RunnerKind::Closed { threads: 1 },
                 ops: 200_000,
                 bucket_ops: 1_000,
                 warmup_ops: 0, // the figure starts from an empty index
             },
             Experiment::Contest => ExperimentPlan {
-                workload: WorkloadConfig { preload: 100_000, ..WorkloadConfig::new(WorkloadKind::Contest, seed) },
+                workload: WorkloadConfig {
+                    preload: 100_000,
+                    ..WorkloadConfig::new(WorkloadKind::Contest, seed)
+                },
                 runner: RunnerKind::Closed { threads: 4 },
                 ops: 200_000,
                 bucket_ops: 1_000,
@@ -85,7 +91,10 @@ impl FromStr for Experiment {
     fn from_str(s: &str) -> Result<Self> {
         Experiment::ALL.into_iter().find(|e| e.name() == s).ok_or_else(|| {
             let names: Vec<_> = Experiment::ALL.iter().map(|e| e.name()).collect();
-            Error::option("experiment", format!("unknown experiment `{s}`; known: {}", names.join(", ")))
+            Error::option(
+                "experiment",
+                format!("unknown experiment `{s}`; known: {}", names.join(", ")),
+            )
         })
     }
 }

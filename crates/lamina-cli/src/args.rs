@@ -29,6 +29,7 @@ pub struct GlobalArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process; boxing buys nothing
 pub enum Command {
     /// Store VALUE under KEY (insert or overwrite).
     Put {
@@ -61,4 +62,6 @@ pub enum Command {
     },
     /// List the engines this build contains.
     Engines,
+    /// Benchmark engines with the papers' workloads (see `lamina bench --help`).
+    Bench(crate::bench::BenchArgs),
 }

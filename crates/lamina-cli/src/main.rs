@@ -5,6 +5,7 @@
 //! 2 error.
 
 mod args;
+mod bench;
 mod data;
 mod encoding;
 
@@ -30,6 +31,11 @@ fn main() -> ExitCode {
         Command::Delete { ref key } => data::delete(&cli.global, key),
         Command::Scan { ref from, ref to, limit } => {
             data::scan(&cli.global, from.as_deref(), to.as_deref(), limit)
+        }
+        Command::Bench(ref args) => {
+            bench::run(args, cli.global.dir.as_deref(), cli.global.engine.as_deref())
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(|e| e.to_string())
         }
     };
     match result {

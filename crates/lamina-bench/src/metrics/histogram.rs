@@ -23,7 +23,10 @@ impl Default for LatencyHistogram {
 impl LatencyHistogram {
     /// An empty histogram.
     pub fn new() -> Self {
-        LatencyHistogram { hist: Histogram::new_with_bounds(1, LATENCY_NS_MAX, 3).expect("static bounds are valid") }
+        LatencyHistogram {
+            hist: Histogram::new_with_bounds(1, LATENCY_NS_MAX, 3)
+                .expect("static bounds are valid"),
+        }
     }
 
     /// Records one latency in nanoseconds (0 counts as 1 ns, beyond an hour as an hour).

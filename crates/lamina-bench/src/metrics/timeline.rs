@@ -26,13 +26,23 @@ pub struct Timeline {
     pub interval_ops: Vec<u64>,
     /// Largest latency (ns) completed in each interval.
     pub interval_max_ns: Vec<u64>,
+    /// Length of the last interval, which the end of the run usually cuts short (ns;
+    /// `interval_ns` unless set by [`Timeline::set_end`]).
+    pub last_interval_ns: u64,
 }
 
 impl Timeline {
     /// An empty timeline.
     pub fn new(bucket_ops: u64, interval_ns: u64) -> Self {
         assert!(bucket_ops > 0 && interval_ns > 0, "bucket_ops and interval_ns must be positive");
-        Timeline { bucket_ops, bucket_max_ns: Vec::new(), interval_ns, interval_ops: Vec::new(), interval_max_ns: Vec::new() }
+        Timeline {
+            bucket_ops,
+            bucket_max_ns: Vec::new(),
+            interval_ns,
+            interval_ops: Vec::new(),
+            interval_max_ns: Vec::new(),
+            last_interval_ns: interval_ns,
+        }
     }
 
     /// Records request number `request` (0-based, measured requests only) that completed
@@ -58,7 +68,11 @@ impl Timeline {
 
     /// Folds `other` (same K and interval) into `self`.
     pub fn merge(&mut self, other: &Timeline) {
-        assert_eq!((self.bucket_ops, self.interval_ns), (other.bucket_ops, other.interval_ns), "merging unlike timelines");
+        assert_eq!(
+            (self.bucket_ops, self.interval_ns),
+            (other.bucket_ops, other.interval_ns),
+            "merging unlike timelines"
+        );
         merge_max(&mut self.bucket_max_ns, &other.bucket_max_ns);
         merge_max(&mut self.interval_max_ns, &other.interval_max_ns);
         if self.interval_ops.len() < other.interval_ops.len() {
@@ -69,10 +83,24 @@ impl Timeline {
         }
     }
 
+    /// Notes that the run ended `end_ns` after the start of the measurement, so the last
+    /// interval's throughput is computed over its true length.
+    pub fn set_end(&mut self, end_ns: u64) {
+        let full = self.interval_ops.len().saturating_sub(1) as u64 * self.interval_ns;
+        self.last_interval_ns = end_ns.saturating_sub(full).clamp(1, self.interval_ns);
+    }
+
     /// Throughput of each interval in requests per second.
     pub fn interval_ops_per_s(&self) -> Vec<f64> {
-        let per_s = 1e9 / self.interval_ns as f64;
-        self.interval_ops.iter().map(|&n| n as f64 * per_s).collect()
+        let last = self.interval_ops.len().saturating_sub(1);
+        self.interval_ops
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let length_ns = if i == last { self.last_interval_ns } else { self.interval_ns };
+                n as f64 * 1e9 / length_ns as f64
+            })
+            .collect()
     }
 }
 
@@ -102,5 +130,8 @@ mod tests {
         assert_eq!(a.interval_ops.iter().sum::<u64>(), 25);
         assert_eq!(a.interval_ops[0], 10);
         assert!((a.interval_ops_per_s()[0] - 10_000.0).abs() < 1e-6);
+        // 25 completions over 2.4 ms: the last interval holds 5 in 0.4 ms.
+        a.set_end(2_400_000);
+        assert!((a.interval_ops_per_s()[2] - 5.0 / 0.0004).abs() < 1e-6);
     }
 }

@@ -17,13 +17,31 @@ pub fn timeline_csv(report: &BenchReport) -> String {
     for run in &report.runs {
         let t = &run.timeline;
         for (i, y) in t.bucket_max_us.iter().enumerate() {
-            let _ = writeln!(out, "{},{},bucket_max_us,{},{y}", run.engine, run.round, i as u64 * t.bucket_ops);
+            let _ = writeln!(
+                out,
+                "{},{},bucket_max_us,{},{y}",
+                run.engine,
+                run.round,
+                i as u64 * t.bucket_ops
+            );
         }
         for (i, y) in t.interval_ops_s.iter().enumerate() {
-            let _ = writeln!(out, "{},{},interval_ops_s,{},{y}", run.engine, run.round, i as f64 * t.interval_ms / 1000.0);
+            let _ = writeln!(
+                out,
+                "{},{},interval_ops_s,{},{y}",
+                run.engine,
+                run.round,
+                i as f64 * t.interval_ms / 1000.0
+            );
         }
         for (i, y) in t.interval_max_us.iter().enumerate() {
-            let _ = writeln!(out, "{},{},interval_max_us,{},{y}", run.engine, run.round, i as f64 * t.interval_ms / 1000.0);
+            let _ = writeln!(
+                out,
+                "{},{},interval_max_us,{},{y}",
+                run.engine,
+                run.round,
+                i as f64 * t.interval_ms / 1000.0
+            );
         }
     }
     out
@@ -31,7 +49,8 @@ pub fn timeline_csv(report: &BenchReport) -> String {
 
 /// Writes [`timeline_csv`] to `path`.
 pub fn write_timeline_csv(report: &BenchReport, path: &Path) -> Result<()> {
-    std::fs::write(path, timeline_csv(report)).map_err(|e| Error::io(format!("writing {}", path.display()), e))
+    std::fs::write(path, timeline_csv(report))
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))
 }
 
 #[cfg(test)]

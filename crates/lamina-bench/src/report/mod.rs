@@ -7,7 +7,7 @@ mod table;
 
 pub use csv::{timeline_csv, write_timeline_csv};
 pub use schema::{
-    BenchParams, BenchReport, EngineSummary, IoReport, RunReport, SCHEMA_NAME, SCHEMA_VERSION, SkippedEngine,
-    TimelineReport,
+    BenchParams, BenchReport, EngineSummary, IoReport, RunReport, SCHEMA_NAME, SCHEMA_VERSION,
+    SkippedEngine, TimelineReport,
 };
 pub use table::{render_comparison, render_table};

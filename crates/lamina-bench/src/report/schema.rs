@@ -230,7 +230,18 @@ pub(crate) mod tests {
     use super::*;
 
     fn summary(x: f64) -> LatencySummary {
-        LatencySummary { count: 3, mean_us: x, stddev_us: 0.5, min_us: 0.25, p50_us: x, p90_us: x, p99_us: 2.0 * x, p999_us: 4.0 * x, p9999_us: 8.0 * x, max_us: 16.0 * x }
+        LatencySummary {
+            count: 3,
+            mean_us: x,
+            stddev_us: 0.5,
+            min_us: 0.25,
+            p50_us: x,
+            p90_us: x,
+            p99_us: 2.0 * x,
+            p999_us: 4.0 * x,
+            p9999_us: 8.0 * x,
+            max_us: 16.0 * x,
+        }
     }
 
     pub(crate) fn sample_report() -> BenchReport {
@@ -256,7 +267,13 @@ pub(crate) mod tests {
             disk_peak_bytes: 1 << 20,
             rss_peak_bytes: 1 << 24,
             engine_stats: [("merges".to_string(), 3)].into_iter().collect(),
-            timeline: TimelineReport { bucket_ops: 2, bucket_max_us: vec![1.5, 2.5, 0.0], interval_ms: 100.0, interval_ops_s: vec![60.0], interval_max_us: vec![2.5] },
+            timeline: TimelineReport {
+                bucket_ops: 2,
+                bucket_max_us: vec![1.5, 2.5, 0.0],
+                interval_ms: 100.0,
+                interval_ops_s: vec![60.0],
+                interval_max_us: vec![2.5],
+            },
         };
         BenchReport {
             schema: SCHEMA_NAME.into(),
@@ -323,10 +340,20 @@ pub(crate) mod tests {
         assert_eq!(value["schema"], SCHEMA_NAME);
         assert_eq!(value["schema_version"], SCHEMA_VERSION);
         let run = &value["runs"][0];
-        for field in ["engine", "workload", "throughput_ops_s", "io", "write_amplification", "disk_peak_bytes", "rss_peak_bytes"] {
+        for field in [
+            "engine",
+            "workload",
+            "throughput_ops_s",
+            "io",
+            "write_amplification",
+            "disk_peak_bytes",
+            "rss_peak_bytes",
+        ] {
             assert!(!run[field].is_null(), "runs[0].{field} missing");
         }
-        for field in ["count", "mean_us", "stddev_us", "p50_us", "p99_us", "p999_us", "p9999_us", "max_us"] {
+        for field in
+            ["count", "mean_us", "stddev_us", "p50_us", "p99_us", "p999_us", "p9999_us", "max_us"]
+        {
             assert!(run["ops"]["get"][field].is_number(), "ops.get.{field} missing");
         }
         assert!(value["params"]["seed"].is_number());

@@ -4,10 +4,16 @@
 use std::{collections::BTreeMap, fmt::Write};
 
 use super::{BenchReport, RunReport};
-use crate::metrics::LatencySummary;
+use crate::{OpKind, metrics::LatencySummary};
 
 fn fmt_us(us: f64) -> String {
-    if us >= 100.0 { format!("{us:.0}") } else if us >= 10.0 { format!("{us:.1}") } else { format!("{us:.2}") }
+    if us >= 100.0 {
+        format!("{us:.0}")
+    } else if us >= 10.0 {
+        format!("{us:.1}")
+    } else {
+        format!("{us:.2}")
+    }
 }
 
 fn fmt_bytes(bytes: u64) -> String {
@@ -37,11 +43,31 @@ fn op_line(out: &mut String, label: &str, s: &LatencySummary, elapsed_s: f64) {
     );
 }
 
-fn latency_block(out: &mut String, title: &str, ops: &BTreeMap<String, LatencySummary>, elapsed_s: f64) {
-    let _ = writeln!(out, "  {title}");
-    for (kind, s) in ops {
-        op_line(out, kind, s, elapsed_s);
+/// Visits `ops` in API order (get, put, delete, cas, scan, rmw), then any other name.
+fn for_each_kind(
+    ops: &BTreeMap<String, LatencySummary>,
+    mut visit: impl FnMut(&str, &LatencySummary),
+) {
+    for kind in OpKind::ALL {
+        if let Some(s) = ops.get(kind.name()) {
+            visit(kind.name(), s);
+        }
     }
+    for (name, s) in ops {
+        if !OpKind::ALL.iter().any(|k| k.name() == name) {
+            visit(name, s);
+        }
+    }
+}
+
+fn latency_block(
+    out: &mut String,
+    title: &str,
+    ops: &BTreeMap<String, LatencySummary>,
+    elapsed_s: f64,
+) {
+    let _ = writeln!(out, "  {title}");
+    for_each_kind(ops, |kind, s| op_line(out, kind, s, elapsed_s));
 }
 
 fn run_block(out: &mut String, run: &RunReport) {
@@ -50,14 +76,17 @@ fn run_block(out: &mut String, run: &RunReport) {
         "{} (round {}): {} ops in {:.3} s, {:.0} ops/sec",
         run.engine, run.round, run.measured_ops, run.elapsed_s, run.throughput_ops_s
     );
-    for (kind, s) in &run.ops {
-        op_line(out, kind, s, run.elapsed_s);
-    }
+    for_each_kind(&run.ops, |kind, s| op_line(out, kind, s, run.elapsed_s));
     if let Some(queued) = &run.queued {
         latency_block(out, "R_q (processing + queueing):", queued, run.elapsed_s);
     }
     if let Some(overall) = &run.overall {
-        latency_block(out, "R_o (R_q + lateness against the arrival schedule):", overall, run.elapsed_s);
+        latency_block(
+            out,
+            "R_o (R_q + lateness against the arrival schedule):",
+            overall,
+            run.elapsed_s,
+        );
     }
     let io = &run.io;
     let _ = writeln!(
@@ -93,7 +122,10 @@ pub fn render_table(report: &BenchReport) -> String {
             p.writers.unwrap_or(0),
             p.rate_ops_s.map(|r| format!(", rate {r} ops/s")).unwrap_or_default()
         ),
-        _ => format!("closed loop, {} threads", p.threads.unwrap_or(1)),
+        _ => {
+            let threads = p.threads.unwrap_or(1);
+            format!("closed loop, {threads} thread{}", if threads == 1 { "" } else { "s" })
+        }
     };
     let _ = writeln!(
         out,
@@ -118,11 +150,27 @@ pub fn render_comparison(report: &BenchReport) -> String {
     let Some(first) = report.summary.first() else { return out };
     out.push_str(&"-".repeat(100));
     out.push('\n');
-    let _ = writeln!(out, "comparison (ratios to {}; throughput: higher is better, latency: lower is better)", first.engine);
+    let _ = writeln!(
+        out,
+        "comparison (ratios to {}; throughput: higher is better, latency: lower is better)",
+        first.engine
+    );
     let _ = writeln!(
         out,
         "{:<12} {:>12} {:>7} {:>10} {:>10} {:>7} {:>11} {:>7} {:>10} {:>7} {:>8} {:>11} {:>11}",
-        "engine", "ops/sec", "ratio", "mean us", "p99 us", "ratio", "p99.99 us", "ratio", "max us", "ratio", "w-amp", "disk peak", "rss peak"
+        "engine",
+        "ops/sec",
+        "ratio",
+        "mean us",
+        "p99 us",
+        "ratio",
+        "p99.99 us",
+        "ratio",
+        "max us",
+        "ratio",
+        "w-amp",
+        "disk peak",
+        "rss peak"
     );
     for s in &report.summary {
         let _ = writeln!(

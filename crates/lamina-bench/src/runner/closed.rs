@@ -38,7 +38,8 @@ pub(crate) fn closed_worker(shared: &Shared<'_>) -> Result<ThreadRecorder> {
             if request >= shared.warmup_ops {
                 let latency_ns = end.duration_since(start).as_nanos() as u64;
                 rec.processing.record(op.kind(), latency_ns);
-                let completed_ns = end.duration_since(shared.origin).as_nanos() as u64;
+                let completed_ns =
+                    end.saturating_duration_since(shared.origin(start)).as_nanos() as u64;
                 rec.timeline.record(request - shared.warmup_ops, completed_ns, latency_ns);
                 rec.span(start, end);
                 rec.user_bytes_written += op.user_bytes_written();

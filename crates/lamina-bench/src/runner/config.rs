@@ -57,9 +57,11 @@ impl RunConfig {
     pub fn validate(&self) -> Result<()> {
         match (self.ops, self.duration) {
             (Some(0), _) => return Err(Error::option("ops", "must be at least 1")),
-            (Some(_), Some(_)) => return Err(Error::option("duration", "give --ops or --duration, not both")),
+            (Some(_), Some(_)) => {
+                return Err(Error::option("duration", "give --ops or --duration, not both"));
+            }
             (None, None) => return Err(Error::option("ops", "give --ops or --duration")),
-            (None, Some(d)) if d.is_zero() || d > Duration::from_secs(7 * 24 * 3600) => {
+            (None, Some(d)) if d.is_zero() || d > Duration::from_hours(7 * 24) => {
                 return Err(Error::option("duration", "must be more than 0 and at most a week"));
             }
             _ => {}
@@ -67,26 +69,38 @@ impl RunConfig {
         if self.bucket_ops == 0 {
             return Err(Error::option("bucket-ops", "must be at least 1"));
         }
-        if self.interval < Duration::from_millis(1) || self.interval > Duration::from_secs(3600) {
+        if self.interval < Duration::from_millis(1) || self.interval > Duration::from_hours(1) {
             return Err(Error::option("interval-ms", "must be 1..=3600000"));
         }
         match self.runner {
             RunnerKind::Closed { threads } => {
                 if !(1..=THREADS_MAX).contains(&threads) {
-                    return Err(Error::option("threads", format!("must be 1..={THREADS_MAX}, got {threads}")));
+                    return Err(Error::option(
+                        "threads",
+                        format!("must be 1..={THREADS_MAX}, got {threads}"),
+                    ));
                 }
             }
             RunnerKind::Open { readers, writers, rate_per_s, queue_slots } => {
                 if readers > THREADS_MAX || writers > THREADS_MAX || readers + writers == 0 {
-                    return Err(Error::option("readers", format!("--readers and --writers must be 0..={THREADS_MAX}, not both 0")));
+                    return Err(Error::option(
+                        "readers",
+                        format!("--readers and --writers must be 0..={THREADS_MAX}, not both 0"),
+                    ));
                 }
                 if let Some(rate) = rate_per_s
                     && !(rate.is_finite() && rate > 0.0)
                 {
-                    return Err(Error::option("rate", format!("must be a positive number of requests per second, got {rate}")));
+                    return Err(Error::option(
+                        "rate",
+                        format!("must be a positive number of requests per second, got {rate}"),
+                    ));
                 }
                 if !(2..=QUEUE_SLOTS_MAX).contains(&queue_slots) {
-                    return Err(Error::option("queue-slots", format!("must be 2..={QUEUE_SLOTS_MAX}, got {queue_slots}")));
+                    return Err(Error::option(
+                        "queue-slots",
+                        format!("must be 2..={QUEUE_SLOTS_MAX}, got {queue_slots}"),
+                    ));
                 }
             }
         }

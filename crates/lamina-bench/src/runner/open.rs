@@ -8,7 +8,10 @@
 //!   computes it: the injector runs at full speed and may run ahead of the schedule;
 //!   w > 0 only when the system falls behind. Without `--rate`, R_o = R_q.
 
-use std::{sync::atomic::Ordering, time::{Duration, Instant}};
+use std::{
+    sync::atomic::Ordering,
+    time::{Duration, Instant},
+};
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 use lamina_core::{Error, Result};
@@ -56,20 +59,25 @@ pub(crate) fn run_open(
         failure.lock().get_or_insert(e);
     };
     let recorders = std::thread::scope(|scope| {
-        let injector = scope.spawn(|| inject(shared, qr_tx, qw_tx, readers, writers, &fail));
+        let injector = scope.spawn(move || inject(shared, &qr_tx, &qw_tx, readers, writers, &fail));
         let mut workers = Vec::new();
         for _ in 0..readers {
             let rx = qr_rx.clone();
-            workers.push(scope.spawn(|| serve(shared, rx, rate_per_s, &fail)));
+            workers.push(scope.spawn(move || serve(shared, &rx, rate_per_s, &fail)));
         }
         for _ in 0..writers {
             let rx = qw_rx.clone();
-            workers.push(scope.spawn(|| serve(shared, rx, rate_per_s, &fail)));
+            workers.push(scope.spawn(move || serve(shared, &rx, rate_per_s, &fail)));
         }
         drop((qr_rx, qw_rx));
-        monitor(&|| injector.is_finished() && workers.iter().all(std::thread::ScopedJoinHandle::is_finished));
+        monitor(&|| {
+            injector.is_finished() && workers.iter().all(std::thread::ScopedJoinHandle::is_finished)
+        });
         injector.join().expect("injection thread does not panic");
-        workers.into_iter().map(|w| w.join().expect("worker threads do not panic")).collect::<Vec<_>>()
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("worker threads do not panic"))
+            .collect::<Vec<_>>()
     });
     if let Some(e) = failure.into_inner() {
         return Err(e);
@@ -77,7 +85,14 @@ pub(crate) fn run_open(
     Ok(recorders)
 }
 
-fn inject(shared: &Shared<'_>, qr: Sender<Queued>, qw: Sender<Queued>, readers: usize, writers: usize, fail: &dyn Fn(Error)) {
+fn inject(
+    shared: &Shared<'_>,
+    qr: &Sender<Queued>,
+    qw: &Sender<Queued>,
+    readers: usize,
+    writers: usize,
+    fail: &dyn Fn(Error),
+) {
     let mut batch = Vec::with_capacity(BATCH_OPS);
     loop {
         if let Err(e) = shared.source.next_batch(&mut batch, BATCH_OPS) {
@@ -90,7 +105,10 @@ fn inject(shared: &Shared<'_>, qr: Sender<Queued>, qw: Sender<Queued>, readers: 
             let read = op.kind().is_read();
             if (read && readers == 0) || (!read && writers == 0) {
                 let which = if read { "--readers" } else { "--writers" };
-                return fail(Error::option("readers", format!("the workload issued a {} request but {which} is 0", op.kind().name())));
+                return fail(Error::option(
+                    "readers",
+                    format!("the workload issued a {} request but {which} is 0", op.kind().name()),
+                ));
             }
             let queued = Queued { request, op, enqueued: Instant::now() };
             let sent = if read { qr.send(queued) } else { qw.send(queued) };
@@ -101,7 +119,12 @@ fn inject(shared: &Shared<'_>, qr: Sender<Queued>, qw: Sender<Queued>, readers: 
     }
 }
 
-fn serve(shared: &Shared<'_>, rx: Receiver<Queued>, rate_per_s: Option<f64>, fail: &dyn Fn(Error)) -> ThreadRecorder {
+fn serve(
+    shared: &Shared<'_>,
+    rx: &Receiver<Queued>,
+    rate_per_s: Option<f64>,
+    fail: &dyn Fn(Error),
+) -> ThreadRecorder {
     let mut rec = ThreadRecorder::new(shared.bucket_ops, shared.interval_ns);
     let mut scratch = Scratch::default();
     let mut failed = false;
@@ -125,14 +148,14 @@ fn serve(shared: &Shared<'_>, rx: Receiver<Queued>, rate_per_s: Option<f64>, fai
         let processing_ns = end.duration_since(start).as_nanos() as u64;
         let queued_ns = end.duration_since(enqueued).as_nanos() as u64;
         let lateness_ns = rate_per_s.map_or(0, |rate| {
-            let arrival = shared.origin + Duration::from_secs_f64(request as f64 / rate);
+            let arrival = shared.run_start + Duration::from_secs_f64(request as f64 / rate);
             enqueued.saturating_duration_since(arrival).as_nanos() as u64
         });
         let kind = op.kind();
         rec.processing.record(kind, processing_ns);
         rec.queued.record(kind, queued_ns);
         rec.overall.record(kind, queued_ns + lateness_ns);
-        let completed_ns = end.duration_since(shared.origin).as_nanos() as u64;
+        let completed_ns = end.saturating_duration_since(shared.origin(start)).as_nanos() as u64;
         rec.timeline.record(request - shared.warmup_ops, completed_ns, processing_ns);
         rec.span(start, end);
         rec.user_bytes_written += op.user_bytes_written();

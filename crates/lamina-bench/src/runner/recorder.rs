@@ -108,7 +108,7 @@ pub struct Measurements {
     pub queued: KindHistograms,
     /// R_o per kind (empty for a closed loop).
     pub overall: KindHistograms,
-    /// Merged timeline; intervals start at the first measured request.
+    /// Merged timeline; intervals count from the first measured request.
     pub timeline: Timeline,
     /// Seconds from the first measured request's start to the last one's completion.
     pub elapsed_s: f64,
@@ -117,9 +117,14 @@ pub struct Measurements {
 }
 
 impl Measurements {
-    /// Merges the threads' recorders. Their timelines' intervals count from `origin`;
-    /// leading intervals before the first measured request (the warm-up) are dropped.
-    pub fn merge(recorders: &[ThreadRecorder], origin: Instant, bucket_ops: u64, interval_ns: u64) -> Self {
+    /// Merges the threads' recorders. Their timelines' intervals count from `origin`, the
+    /// start of the first measured request.
+    pub fn merge(
+        recorders: &[ThreadRecorder],
+        origin: Instant,
+        bucket_ops: u64,
+        interval_ns: u64,
+    ) -> Self {
         let mut m = Measurements {
             processing: KindHistograms::default(),
             queued: KindHistograms::default(),
@@ -147,10 +152,7 @@ impl Measurements {
         }
         if let (Some(first), Some(last)) = (first, last) {
             m.elapsed_s = last.saturating_duration_since(first).as_secs_f64();
-            let skip = (first.saturating_duration_since(origin).as_nanos() / u128::from(interval_ns)) as usize;
-            let skip = skip.min(m.timeline.interval_ops.len());
-            m.timeline.interval_ops.drain(..skip);
-            m.timeline.interval_max_ns.drain(..skip);
+            m.timeline.set_end(last.saturating_duration_since(origin).as_nanos() as u64);
         }
         m
     }

@@ -4,7 +4,10 @@
 use std::{
     io::IsTerminal,
     path::Path,
-    sync::atomic::{AtomicU64, Ordering},
+    sync::{
+        OnceLock,
+        atomic::{AtomicU64, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -35,11 +38,21 @@ pub(crate) struct Shared<'a> {
     pub db: &'a dyn OrderedIndex,
     pub source: &'a OpSource,
     pub warmup_ops: u64,
-    pub origin: Instant,
+    /// When the injection of requests began: time 0 of the open system's arrival schedule.
+    pub run_start: Instant,
+    /// Start of the first measured request: the origin of the throughput intervals.
+    pub origin: OnceLock<Instant>,
     pub bucket_ops: u64,
     pub interval_ns: u64,
     /// Requests completed (warm-up included), for the progress bar.
     pub done: AtomicU64,
+}
+
+impl Shared<'_> {
+    /// The interval origin, set by the first measured request to start.
+    pub fn origin(&self, start: Instant) -> Instant {
+        *self.origin.get_or_init(|| start)
+    }
 }
 
 /// The outcome of one run.
@@ -61,7 +74,11 @@ pub struct RunResult {
     pub rss_peak_bytes: u64,
 }
 
-fn preload(db: &dyn OrderedIndex, workload: &mut dyn Workload, progress: &ProgressBar) -> Result<u64> {
+fn preload(
+    db: &dyn OrderedIndex,
+    workload: &mut dyn Workload,
+    progress: &ProgressBar,
+) -> Result<u64> {
     let mut batch = WriteBatch::new();
     let mut scratch = Scratch::default();
     let mut value = Vec::new();
@@ -142,7 +159,8 @@ pub fn run_workload(
         db,
         source: &source,
         warmup_ops: config.warmup_ops,
-        origin: Instant::now(),
+        run_start: Instant::now(),
+        origin: OnceLock::new(),
         bucket_ops: config.bucket_ops,
         interval_ns,
         done: AtomicU64::new(0),
@@ -168,19 +186,30 @@ pub fn run_workload(
     let recorders: Vec<ThreadRecorder> = match config.runner {
         RunnerKind::Closed { threads } => {
             let results: Vec<Result<ThreadRecorder>> = std::thread::scope(|scope| {
-                let workers: Vec<_> = (0..threads).map(|_| scope.spawn(|| closed_worker(&shared))).collect();
+                let workers: Vec<_> =
+                    (0..threads).map(|_| scope.spawn(|| closed_worker(&shared))).collect();
                 monitor(&|| workers.iter().all(std::thread::ScopedJoinHandle::is_finished));
-                workers.into_iter().map(|w| w.join().expect("client threads do not panic")).collect()
+                workers
+                    .into_iter()
+                    .map(|w| w.join().expect("client threads do not panic"))
+                    .collect()
             });
             results.into_iter().collect::<Result<_>>()?
         }
-        RunnerKind::Open { readers, writers, rate_per_s, queue_slots } => {
-            run_open(&shared, readers, writers, rate_per_s, queue_slots, read_fraction, &mut monitor)?
-        }
+        RunnerKind::Open { readers, writers, rate_per_s, queue_slots } => run_open(
+            &shared,
+            readers,
+            writers,
+            rate_per_s,
+            queue_slots,
+            read_fraction,
+            &mut monitor,
+        )?,
     };
     bar.finish_and_clear();
 
-    let measurements = Measurements::merge(&recorders, shared.origin, config.bucket_ops, interval_ns);
+    let origin = shared.origin.get().copied().unwrap_or_else(Instant::now);
+    let measurements = Measurements::merge(&recorders, origin, config.bucket_ops, interval_ns);
     let after = db.stats();
     if rss_reset {
         rss_peak = rss_peak.max(rss_peak_bytes().unwrap_or(0));
@@ -190,7 +219,9 @@ pub fn run_workload(
         measurements,
         preloaded_ops,
         io: after.io.since(&before.io),
-        engine_user_bytes_written: after.user_bytes_written.saturating_sub(before.user_bytes_written),
+        engine_user_bytes_written: after
+            .user_bytes_written
+            .saturating_sub(before.user_bytes_written),
         stats: after,
         disk_peak_bytes: disk_peak,
         rss_peak_bytes: rss_peak,

@@ -34,7 +34,10 @@ impl std::fmt::Debug for OpSource {
 impl OpSource {
     /// A stream of at most `limit` requests (`None`: until stopped or exhausted).
     pub fn new(workload: Box<dyn Workload>, limit: Option<u64>) -> Self {
-        OpSource { state: Mutex::new(State { workload, next_request: 0, limit, exhausted: false }), stop: AtomicBool::new(false) }
+        OpSource {
+            state: Mutex::new(State { workload, next_request: 0, limit, exhausted: false }),
+            stop: AtomicBool::new(false),
+        }
     }
 
     /// Fills `out` with up to `max` `(request number, request)` pairs; leaves it empty

@@ -5,7 +5,7 @@ use std::{fmt, path::PathBuf, str::FromStr};
 use lamina_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{Contest, Gr, Insert, Ltu, TraceReader, Tpcc, Workload, Ycsb, YcsbVariant};
+use super::{Contest, Gr, Insert, Ltu, Tpcc, TraceReader, Workload, Ycsb, YcsbVariant};
 
 /// The workloads `lamina bench` knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,10 +112,9 @@ impl WorkloadKind {
         Some(match self {
             WorkloadKind::Gr => config.mix.normalized()[0],
             WorkloadKind::Tpcc => 8.0 / 93.0,
-            WorkloadKind::Contest => 0.5,
             WorkloadKind::Ltu => config.ltu_percent / (100.0 + config.ltu_percent),
             WorkloadKind::Insert => 0.0,
-            WorkloadKind::YcsbA | WorkloadKind::YcsbF => 0.5,
+            WorkloadKind::Contest | WorkloadKind::YcsbA | WorkloadKind::YcsbF => 0.5,
             WorkloadKind::YcsbB | WorkloadKind::YcsbD | WorkloadKind::YcsbE => 0.95,
             WorkloadKind::YcsbC => 1.0,
             WorkloadKind::Replay => return None,
@@ -135,7 +134,10 @@ impl FromStr for WorkloadKind {
     fn from_str(s: &str) -> Result<Self> {
         WorkloadKind::ALL.iter().copied().find(|k| k.name() == s).ok_or_else(|| {
             let names: Vec<_> = WorkloadKind::ALL.iter().map(|k| k.name()).collect();
-            Error::option("workload", format!("unknown workload `{s}`; known: {}", names.join(", ")))
+            Error::option(
+                "workload",
+                format!("unknown workload `{s}`; known: {}", names.join(", ")),
+            )
         })
     }
 }
@@ -167,7 +169,9 @@ impl FromStr for Mix {
     /// `L:I:D` with non-negative integers or decimals, not all zero (`50:25:25`,
     /// `0.5:0.25:0.25`).
     fn from_str(s: &str) -> Result<Self> {
-        let bad = |why: &str| Error::option("mix", format!("`{s}`: {why}; expected L:I:D, e.g. 50:25:25"));
+        let bad = |why: &str| {
+            Error::option("mix", format!("`{s}`: {why}; expected L:I:D, e.g. 50:25:25"))
+        };
         let parts: Vec<&str> = s.split(':').collect();
         if parts.len() != 3 {
             return Err(bad("need exactly three weights"));
@@ -246,7 +250,10 @@ impl WorkloadConfig {
             ));
         }
         if !(1..=KEY_BYTES_MAX).contains(&self.key_bytes) {
-            return Err(Error::option("key-bytes", format!("must be 1..={KEY_BYTES_MAX}, got {}", self.key_bytes)));
+            return Err(Error::option(
+                "key-bytes",
+                format!("must be 1..={KEY_BYTES_MAX}, got {}", self.key_bytes),
+            ));
         }
         if self.value_bytes > VALUE_BYTES_MAX {
             return Err(Error::option(
@@ -261,7 +268,10 @@ impl WorkloadConfig {
             ));
         }
         if !(self.ltu_percent.is_finite() && self.ltu_percent >= 0.0) {
-            return Err(Error::option("ltu", format!("must be a non-negative percentage, got {}", self.ltu_percent)));
+            return Err(Error::option(
+                "ltu",
+                format!("must be a non-negative percentage, got {}", self.ltu_percent),
+            ));
         }
         let needs_records = matches!(
             self.kind,
@@ -273,13 +283,25 @@ impl WorkloadConfig {
                 | WorkloadKind::YcsbF
         );
         if needs_records && self.preload == 0 {
-            return Err(Error::option("preload", format!("workload {} draws keys from the preloaded records; --preload must be at least 1", self.kind)));
+            return Err(Error::option(
+                "preload",
+                format!(
+                    "workload {} draws keys from the preloaded records; --preload must be at least 1",
+                    self.kind
+                ),
+            ));
         }
         if self.preload > PRELOAD_MAX {
-            return Err(Error::option("preload", format!("at most {PRELOAD_MAX}, got {}", self.preload)));
+            return Err(Error::option(
+                "preload",
+                format!("at most {PRELOAD_MAX}, got {}", self.preload),
+            ));
         }
         if (self.kind == WorkloadKind::Replay) != self.trace.is_some() {
-            return Err(Error::option("trace", "--trace FILE goes with --workload replay, and replay needs it"));
+            return Err(Error::option(
+                "trace",
+                "--trace FILE goes with --workload replay, and replay needs it",
+            ));
         }
         Ok(())
     }

@@ -86,7 +86,8 @@ mod tests {
 
     #[test]
     fn table_1_proportions_and_key_range() {
-        let config = WorkloadConfig { preload: 5000, ..WorkloadConfig::new(WorkloadKind::Contest, 11) };
+        let config =
+            WorkloadConfig { preload: 5000, ..WorkloadConfig::new(WorkloadKind::Contest, 11) };
         let mut g = Contest::new(&config);
         let mut expected_key = 0u64;
         while let Some(op) = g.next_preload().unwrap() {
@@ -95,7 +96,7 @@ mod tests {
         }
         assert_eq!(expected_key, 5000);
         let mut counts = [0u64; OpKind::COUNT];
-        let n = 100_000;
+        let n = 100_000u32;
         for _ in 0..n {
             let op = g.next_op().unwrap().unwrap();
             assert!(int_of_key(op.key()).unwrap() < 5000);
@@ -104,9 +105,15 @@ mod tests {
             }
             counts[op.kind().index()] += 1;
         }
-        let want = [(OpKind::Get, 0.45), (OpKind::Put, 0.40), (OpKind::Delete, 0.05), (OpKind::Cas, 0.05), (OpKind::Scan, 0.05)];
+        let want = [
+            (OpKind::Get, 0.45),
+            (OpKind::Put, 0.40),
+            (OpKind::Delete, 0.05),
+            (OpKind::Cas, 0.05),
+            (OpKind::Scan, 0.05),
+        ];
         for (kind, share) in want {
-            let got = counts[kind.index()] as f64 / n as f64;
+            let got = counts[kind.index()] as f64 / f64::from(n);
             assert!((got - share).abs() < 0.01, "{kind:?}: {got}");
         }
     }

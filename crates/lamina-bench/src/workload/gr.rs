@@ -163,7 +163,11 @@ mod tests {
     use crate::{OpKind, WorkloadKind, int_of_key};
 
     fn config(mix: &str, preload: u64) -> WorkloadConfig {
-        WorkloadConfig { mix: mix.parse().unwrap(), preload, ..WorkloadConfig::new(WorkloadKind::Gr, 7) }
+        WorkloadConfig {
+            mix: mix.parse().unwrap(),
+            preload,
+            ..WorkloadConfig::new(WorkloadKind::Gr, 7)
+        }
     }
 
     #[test]
@@ -188,7 +192,7 @@ mod tests {
                 }
                 OpKind::Put => {
                     counts[1] += 1;
-                    let smallest_free = (1001..).find(|k| !live.contains(k)).unwrap();
+                    let smallest_free = (1001..u64::MAX).find(|k| !live.contains(k)).unwrap();
                     assert_eq!(key, smallest_free, "insert must take min([k_l, k_u] \\ K)");
                     live.insert(key);
                     inserted_at.insert(key, request);
@@ -197,7 +201,11 @@ mod tests {
                     counts[2] += 1;
                     assert!(live.remove(&key), "delete of a key not in K");
                     if let Some(at) = inserted_at.remove(&key) {
-                        assert!(request - at >= DELETE_DISTANCE_MIN, "deleted {} requests after insert", request - at);
+                        assert!(
+                            request - at >= DELETE_DISTANCE_MIN,
+                            "deleted {} requests after insert",
+                            request - at
+                        );
                     }
                 }
                 other => panic!("unexpected {other:?}"),

@@ -94,7 +94,11 @@ mod tests {
     #[test]
     fn lookup_to_update_ratio_and_update_split() {
         for ltu in [10.0, 100.0, 1000.0] {
-            let config = WorkloadConfig { preload: 2000, ltu_percent: ltu, ..WorkloadConfig::new(WorkloadKind::Ltu, 5) };
+            let config = WorkloadConfig {
+                preload: 2000,
+                ltu_percent: ltu,
+                ..WorkloadConfig::new(WorkloadKind::Ltu, 5)
+            };
             let mut g = Ltu::new(&config);
             let mut keys = std::collections::HashSet::new();
             while let Some(op) = g.next_preload().unwrap() {
@@ -106,7 +110,8 @@ mod tests {
                 counts[g.next_op().unwrap().unwrap().kind().index()] += 1;
             }
             let lookups = counts[OpKind::Get.index()] as f64;
-            let (puts, deletes) = (counts[OpKind::Put.index()] as f64, counts[OpKind::Delete.index()] as f64);
+            let (puts, deletes) =
+                (counts[OpKind::Put.index()] as f64, counts[OpKind::Delete.index()] as f64);
             let ratio = 100.0 * lookups / (puts + deletes);
             assert!((ratio / ltu - 1.0).abs() < 0.05, "ltu {ltu}: measured {ratio}");
             let insert_share = puts / (puts + deletes);

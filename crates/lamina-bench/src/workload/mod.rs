@@ -19,7 +19,9 @@ pub use insert::Insert;
 pub use live_keys::LiveKeys;
 pub use ltu::Ltu;
 pub use tpcc::{Tpcc, tpcc_key, tpcc_key_parts};
-pub use trace::{TRACE_MAGIC, TRACE_VERSION, TracePhase, TraceReader, TraceRecord, TraceWriter, record_trace};
+pub use trace::{
+    TRACE_MAGIC, TRACE_VERSION, TracePhase, TraceReader, TraceRecord, TraceWriter, record_trace,
+};
 pub use ycsb::{Ycsb, YcsbVariant};
 pub use zipf::Zipfian;
 

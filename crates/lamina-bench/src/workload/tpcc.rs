@@ -41,7 +41,10 @@ pub const BACKLOG_MAX: u64 = 0xFFFF;
 
 /// The NewOrder key of (warehouse, district, order): 8 + 8 + 16 bits, big-endian.
 pub fn tpcc_key(warehouse: u32, district: u32, order: u64) -> [u8; 4] {
-    assert!(warehouse <= 0xFF && district <= 0xFF, "warehouse {warehouse} / district {district} over 8 bits");
+    assert!(
+        warehouse <= 0xFF && district <= 0xFF,
+        "warehouse {warehouse} / district {district} over 8 bits"
+    );
     ((warehouse << 24) | (district << 16) | (order & 0xFFFF) as u32).to_be_bytes()
 }
 
@@ -88,7 +91,8 @@ impl Tpcc {
 
     /// Number of preload requests: 3 orders per customer.
     pub fn preload_len(&self) -> u64 {
-        self.districts.len() as u64 * u64::from(CUSTOMERS_PER_DISTRICT * PRELOAD_ORDERS_PER_CUSTOMER)
+        self.districts.len() as u64
+            * u64::from(CUSTOMERS_PER_DISTRICT * PRELOAD_ORDERS_PER_CUSTOMER)
     }
 
     fn ids(index: usize) -> (u32, u32) {
@@ -126,7 +130,11 @@ impl Tpcc {
             88..92 => {
                 let at = self.random_district();
                 let d = self.districts[at];
-                let order = if d.next > d.oldest { self.rng.random_range(d.oldest..d.next) } else { d.next.saturating_sub(1).max(1) };
+                let order = if d.next > d.oldest {
+                    self.rng.random_range(d.oldest..d.next)
+                } else {
+                    d.next.saturating_sub(1).max(1)
+                };
                 Some(Op::Get { key: Self::key(at, order) })
             }
             92..96 => {
@@ -176,7 +184,9 @@ impl Workload for Tpcc {
                 return Ok(Some(op));
             }
         }
-        Err(Error::Unsupported { what: "tpcc generator found no request to issue in 100000 transactions".into() })
+        Err(Error::Unsupported {
+            what: "tpcc generator found no request to issue in 100000 transactions".into(),
+        })
     }
 }
 
@@ -209,7 +219,7 @@ mod tests {
         assert_eq!(preloaded, g.preload_len());
         let mut counts = [0u64; OpKind::COUNT];
         let mut oldest = std::collections::HashMap::new();
-        let n = 200_000;
+        let n = 200_000u32;
         for _ in 0..n {
             let op = g.next_op().unwrap().unwrap();
             counts[op.kind().index()] += 1;
@@ -221,7 +231,7 @@ mod tests {
                 *expected += 1;
             }
         }
-        let share = |k: OpKind| counts[k.index()] as f64 / n as f64;
+        let share = |k: OpKind| counts[k.index()] as f64 / f64::from(n);
         assert!((share(OpKind::Put) - 45.0 / 93.0).abs() < 0.01, "{counts:?}");
         assert!((share(OpKind::Delete) - 40.0 / 93.0).abs() < 0.01, "{counts:?}");
         assert!((share(OpKind::Get) - 8.0 / 93.0).abs() < 0.01, "{counts:?}");

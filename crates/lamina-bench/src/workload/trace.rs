@@ -175,8 +175,14 @@ pub struct TraceWriter {
 impl TraceWriter {
     /// Creates (or truncates) `path` and writes the header.
     pub fn create(path: &Path) -> Result<Self> {
-        let file = File::create(path).map_err(|e| Error::io(format!("creating trace {}", path.display()), e))?;
-        let mut writer = TraceWriter { out: BufWriter::new(file), path: path.to_path_buf(), scratch: Vec::new(), records: 0 };
+        let file = File::create(path)
+            .map_err(|e| Error::io(format!("creating trace {}", path.display()), e))?;
+        let mut writer = TraceWriter {
+            out: BufWriter::new(file),
+            path: path.to_path_buf(),
+            scratch: Vec::new(),
+            records: 0,
+        };
         let mut header = Vec::with_capacity(HEADER_BYTES);
         header.extend_from_slice(&TRACE_MAGIC);
         header.extend_from_slice(&TRACE_VERSION.to_le_bytes());
@@ -186,14 +192,21 @@ impl TraceWriter {
     }
 
     fn write_bytes(&mut self, bytes: &[u8]) -> Result<()> {
-        self.out.write_all(bytes).map_err(|e| Error::io(format!("writing trace {}", self.path.display()), e))
+        self.out
+            .write_all(bytes)
+            .map_err(|e| Error::io(format!("writing trace {}", self.path.display()), e))
     }
 
     /// Appends one record.
     pub fn write(&mut self, record: &TraceRecord) -> Result<()> {
         let payload = record.encode();
         let len = u32::try_from(payload.len()).ok().filter(|&l| l <= RECORD_BYTES_MAX);
-        let len = len.ok_or_else(|| Error::option("record", format!("request of {} bytes does not fit a trace record", payload.len())))?;
+        let len = len.ok_or_else(|| {
+            Error::option(
+                "record",
+                format!("request of {} bytes does not fit a trace record", payload.len()),
+            )
+        })?;
         self.scratch.clear();
         self.scratch.extend_from_slice(&len.to_le_bytes());
         self.scratch.extend_from_slice(&masked_crc32c(&payload).to_le_bytes());
@@ -242,8 +255,15 @@ pub struct TraceReader {
 impl TraceReader {
     /// Opens `path` and checks its header.
     pub fn open(path: &Path) -> Result<Self> {
-        let file = File::open(path).map_err(|e| Error::io(format!("opening trace {}", path.display()), e))?;
-        let mut reader = TraceReader { input: BufReader::new(file), path: path.to_path_buf(), offset: 0, peeked: None, preload_done: false };
+        let file = File::open(path)
+            .map_err(|e| Error::io(format!("opening trace {}", path.display()), e))?;
+        let mut reader = TraceReader {
+            input: BufReader::new(file),
+            path: path.to_path_buf(),
+            offset: 0,
+            peeked: None,
+            preload_done: false,
+        };
         let mut header = [0u8; HEADER_BYTES];
         if !reader.read_exact_or_eof(&mut header)? {
             return Err(Error::corruption(path, 0, "empty file: not a lamina bench trace"));
@@ -251,11 +271,18 @@ impl TraceReader {
         let mut r = Reader::new(&header);
         let magic: [u8; 8] = r.array().map_err(|e| e.at(path, 0))?;
         if magic != TRACE_MAGIC {
-            return Err(Error::Incompatible { reason: format!("{} is not a lamina bench trace (bad magic)", path.display()) });
+            return Err(Error::Incompatible {
+                reason: format!("{} is not a lamina bench trace (bad magic)", path.display()),
+            });
         }
         let version = r.u32().map_err(|e| e.at(path, 0))?;
         if version != TRACE_VERSION {
-            return Err(Error::Incompatible { reason: format!("{}: trace format version {version}, this build reads {TRACE_VERSION}", path.display()) });
+            return Err(Error::Incompatible {
+                reason: format!(
+                    "{}: trace format version {version}, this build reads {TRACE_VERSION}",
+                    path.display()
+                ),
+            });
         }
         reader.offset = HEADER_BYTES as u64;
         Ok(reader)
@@ -267,10 +294,14 @@ impl TraceReader {
         while filled < buf.len() {
             match self.input.read(&mut buf[filled..]) {
                 Ok(0) if filled == 0 => return Ok(false),
-                Ok(0) => return Err(Error::corruption(&self.path, self.offset, "truncated record")),
+                Ok(0) => {
+                    return Err(Error::corruption(&self.path, self.offset, "truncated record"));
+                }
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(Error::io(format!("reading trace {}", self.path.display()), e)),
+                Err(e) => {
+                    return Err(Error::io(format!("reading trace {}", self.path.display()), e));
+                }
             }
         }
         Ok(true)
@@ -286,7 +317,11 @@ impl TraceReader {
         let len = u32::from_le_bytes(frame[..4].try_into().expect("4 bytes"));
         let crc = u32::from_le_bytes(frame[4..].try_into().expect("4 bytes"));
         if len > RECORD_BYTES_MAX {
-            return Err(Error::corruption(&self.path, start, format!("record length {len} over {RECORD_BYTES_MAX}")));
+            return Err(Error::corruption(
+                &self.path,
+                start,
+                format!("record length {len} over {RECORD_BYTES_MAX}"),
+            ));
         }
         let mut payload = vec![0u8; len as usize];
         if !self.read_exact_or_eof(&mut payload)? && len > 0 {
@@ -328,7 +363,11 @@ impl Workload for TraceReader {
         match record {
             None => Ok(None),
             Some(TraceRecord { phase: TracePhase::Run, op }) => Ok(Some(op)),
-            Some(TraceRecord { phase: TracePhase::Preload, .. }) => Err(Error::corruption(&self.path, self.offset, "preload record after the run started")),
+            Some(TraceRecord { phase: TracePhase::Preload, .. }) => Err(Error::corruption(
+                &self.path,
+                self.offset,
+                "preload record after the run started",
+            )),
         }
     }
 }
@@ -350,7 +389,13 @@ mod tests {
             Op::Scan { start: key.clone(), limit: 10 },
             Op::Rmw { key, value: v },
         ];
-        ops.into_iter().enumerate().map(|(i, op)| TraceRecord { phase: if i == 0 { TracePhase::Preload } else { TracePhase::Run }, op }).collect()
+        ops.into_iter()
+            .enumerate()
+            .map(|(i, op)| TraceRecord {
+                phase: if i == 0 { TracePhase::Preload } else { TracePhase::Run },
+                op,
+            })
+            .collect()
     }
 
     #[test]
@@ -382,7 +427,8 @@ mod tests {
     fn recorded_workload_replays_identically() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.trace");
-        let config = WorkloadConfig { preload: 50, ..WorkloadConfig::new(WorkloadKind::Contest, 4) };
+        let config =
+            WorkloadConfig { preload: 50, ..WorkloadConfig::new(WorkloadKind::Contest, 4) };
         let written = record_trace(config.build().unwrap().as_mut(), 500, &path).unwrap();
         assert_eq!(written, 550);
         let mut original = config.build().unwrap();
@@ -413,7 +459,10 @@ mod tests {
         bad[HEADER_BYTES + 10] ^= 0x40;
         std::fs::write(&path, &bad).unwrap();
         let err = TraceReader::open(&path).unwrap().next_preload().unwrap_err();
-        assert!(matches!(&err, Error::Corruption { offset, .. } if *offset == HEADER_BYTES as u64), "{err}");
+        assert!(
+            matches!(&err, Error::Corruption { offset, .. } if *offset == HEADER_BYTES as u64),
+            "{err}"
+        );
 
         // A truncated tail is reported, not treated as the end.
         std::fs::write(&path, &good[..good.len() - 3]).unwrap();

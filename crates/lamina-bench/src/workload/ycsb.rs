@@ -121,7 +121,11 @@ impl Workload for Ycsb {
                 };
                 let record = self.zipfian_record();
                 let key = self.record_key(record);
-                if draw < read_share { Op::Get { key } } else { Op::Put { key, value: self.value() } }
+                if draw < read_share {
+                    Op::Get { key }
+                } else {
+                    Op::Put { key, value: self.value() }
+                }
             }
             YcsbVariant::D => {
                 if draw < 0.95 {
@@ -192,7 +196,8 @@ mod tests {
 
     #[test]
     fn zipfian_requests_are_skewed_and_latest_favours_new_records() {
-        let config = WorkloadConfig { preload: 1000, ..WorkloadConfig::new(WorkloadKind::YcsbC, 2) };
+        let config =
+            WorkloadConfig { preload: 1000, ..WorkloadConfig::new(WorkloadKind::YcsbC, 2) };
         let mut g = Ycsb::new(&config, YcsbVariant::C);
         while g.next_preload().unwrap().is_some() {}
         let mut hits: HashMap<Vec<u8>, u64> = HashMap::new();
@@ -204,7 +209,8 @@ mod tests {
         // Uniform would give ~50 per record; zipfian's hottest record gets ~1/zeta(1000) ~ 13%.
         assert!(counts[0] > 3000, "hottest record {}", counts[0]);
 
-        let config = WorkloadConfig { preload: 1000, ..WorkloadConfig::new(WorkloadKind::YcsbD, 2) };
+        let config =
+            WorkloadConfig { preload: 1000, ..WorkloadConfig::new(WorkloadKind::YcsbD, 2) };
         let mut g = Ycsb::new(&config, YcsbVariant::D);
         while g.next_preload().unwrap().is_some() {}
         let reads_of_newest = (0..10_000).filter(|_| g.latest_record() == 999).count();

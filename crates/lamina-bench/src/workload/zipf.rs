@@ -27,7 +27,14 @@ impl Zipfian {
         assert!((1..=ITEMS_MAX).contains(&items), "zipfian over {items} items");
         let theta = ZIPFIAN_CONSTANT;
         let zetan = (1..=items).map(|i| 1.0 / (i as f64).powf(theta)).sum();
-        let mut z = Zipfian { items, theta, alpha: 1.0 / (1.0 - theta), zeta2: 1.0 + 0.5f64.powf(theta), zetan, eta: 0.0 };
+        let mut z = Zipfian {
+            items,
+            theta,
+            alpha: 1.0 / (1.0 - theta),
+            zeta2: 1.0 + 0.5f64.powf(theta),
+            zetan,
+            eta: 0.0,
+        };
         z.eta = z.compute_eta();
         z
     }
@@ -82,19 +89,19 @@ mod tests {
         let z = Zipfian::new(items);
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let mut counts = vec![0u64; items as usize];
-        let n = 400_000;
+        let n = 400_000u32;
         for _ in 0..n {
             counts[z.sample(&mut rng) as usize] += 1;
         }
         // P(item 0) = 1 / zeta(n).
-        let p0 = counts[0] as f64 / n as f64;
+        let p0 = counts[0] as f64 / f64::from(n);
         assert!((p0 / (1.0 / z.zetan) - 1.0).abs() < 0.05, "p0 {p0}");
         // Rank 1 vs rank 2: 2^0.99.
         let ratio = counts[0] as f64 / counts[1] as f64;
         assert!((ratio - 2f64.powf(0.99)).abs() < 0.15, "ratio {ratio}");
         // Heavy head: the top 10% of items take well over half of the requests.
         let head: u64 = counts[..100].iter().sum();
-        assert!(head as f64 / n as f64 > 0.6, "head share {}", head as f64 / n as f64);
+        assert!(head as f64 / f64::from(n) > 0.6, "head share {}", head as f64 / f64::from(n));
         assert!(counts[999] < counts[0] / 100);
     }
 
