@@ -5,8 +5,8 @@ use std::{io::Write, path::Path, time::Duration};
 
 use lamina::{Durability, Error, Result};
 use lamina_bench::{
-    BenchConfig, BenchOutcome, DEFAULT_INTERVAL, EngineParams, Mix, WorkloadConfig, WorkloadKind,
-    default_bucket_ops, default_warmup_ops,
+    BenchConfig, BenchOutcome, DEFAULT_INTERVAL, EngineParams, Factories, Mix, WorkloadConfig,
+    WorkloadKind, default_bucket_ops, default_warmup_ops,
     experiment::{Experiment, ExperimentPlan},
     plot::write_plots,
     report::{render_table, write_timeline_csv},
@@ -335,6 +335,12 @@ fn write_outputs(
     stdout.write_all(table.as_bytes()).map_err(|e| Error::io("printing the report", e))
 }
 
+/// Every engine this build can benchmark: lamina's own, then (feature `peers`) the peer
+/// engines, added here as one more member.
+fn engines() -> Factories {
+    Factories::new(vec![Box::new(LaminaFactory)])
+}
+
 /// Creates the directories the outputs go to before anything runs, so a bad path fails
 /// at once rather than after the benchmark.
 fn prepare_output_dirs(args: &BenchArgs) -> Result<()> {
@@ -360,8 +366,7 @@ pub fn run(args: &BenchArgs, dir: Option<&Path>, engine: Option<&str>) -> Result
         return Ok(());
     }
     prepare_output_dirs(args)?;
-    let outcome =
-        run_bench(&LaminaFactory, &config, &mut |note| eprintln!("lamina bench: {note}"))?;
+    let outcome = run_bench(&engines(), &config, &mut |note| eprintln!("lamina bench: {note}"))?;
     write_outputs(args, &outcome, experiment)
 }
 
