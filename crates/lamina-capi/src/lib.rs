@@ -17,6 +17,9 @@ mod last_error;
 mod options;
 mod status;
 
+#[cfg(test)]
+mod ffi_tests;
+
 pub use db::{
     DbHandle, lamina_close, lamina_compare_and_swap, lamina_delete, lamina_get, lamina_open,
     lamina_put, lamina_sync,
