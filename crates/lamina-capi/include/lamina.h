@@ -174,6 +174,41 @@ lamina_status lamina_compare_and_swap(lamina_db *db, const void *key, size_t key
 /** Makes every write acknowledged so far durable. */
 lamina_status lamina_sync(lamina_db *db);
 
+/* ---- Atomic write batches ----------------------------------------------------------- */
+
+/** A list of puts and deletes applied atomically by lamina_write_batch. Opaque; not tied to
+ *  a database. At most 65 536 operations and 64 MiB of keys and values. */
+typedef struct lamina_batch lamina_batch;
+
+/** Creates an empty batch in *out. Failures are described by lamina_last_error_message(NULL),
+ *  as are those of the other lamina_batch_* functions. */
+lamina_status lamina_batch_create(lamina_batch **out);
+
+/** Appends a put. Checked at once: an oversized key or value, or an operation that would
+ *  take the batch over its limits, returns LAMINA_INVALID_ARGUMENT and leaves the batch as
+ *  it was. */
+lamina_status lamina_batch_put(lamina_batch *batch, const void *key, size_t key_len,
+                               const void *value, size_t value_len);
+
+/** Appends a delete (of a key that may or may not exist). Checked like lamina_batch_put. */
+lamina_status lamina_batch_delete(lamina_batch *batch, const void *key, size_t key_len);
+
+/** The number of operations in the batch (0 for NULL). */
+size_t lamina_batch_count(const lamina_batch *batch);
+
+/** Removes every operation. NULL is a no-op. */
+void lamina_batch_clear(lamina_batch *batch);
+
+/** Frees the batch. NULL is a no-op. */
+void lamina_batch_destroy(lamina_batch *batch);
+
+/**
+ * Applies every operation of batch to db, in order (a later operation on the same key
+ * wins), atomically: readers see all of it or none of it, and after a crash recovery holds
+ * all of it or none of it. The batch is left unchanged, ready to be cleared or reused.
+ */
+lamina_status lamina_write_batch(lamina_db *db, const lamina_batch *batch);
+
 /* ---- Iteration ---------------------------------------------------------------------- */
 
 /** A forward iterator over a key range. Opaque. */

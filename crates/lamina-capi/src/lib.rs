@@ -10,6 +10,7 @@
 //! `docs/c-api.md` documents the API for C users; the header is the reference.
 
 mod args;
+mod batch;
 mod call;
 mod db;
 mod iter;
@@ -20,6 +21,10 @@ mod status;
 #[cfg(test)]
 mod ffi_tests;
 
+pub use batch::{
+    BatchHandle, lamina_batch_clear, lamina_batch_count, lamina_batch_create, lamina_batch_delete,
+    lamina_batch_destroy, lamina_batch_put, lamina_write_batch,
+};
 pub use db::{
     DbHandle, lamina_close, lamina_compare_and_swap, lamina_delete, lamina_get, lamina_open,
     lamina_put, lamina_sync,

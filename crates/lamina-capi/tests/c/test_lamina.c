@@ -504,6 +504,50 @@ static int count_range(lamina_db *db, const char *start, const char *end, char *
     return n;
 }
 
+static void test_write_batch(void) {
+    char *path = db_path("batch");
+    lamina_db *db = open_mem(path);
+    lamina_batch *batch = NULL;
+    static unsigned char big[LAMINA_VALUE_BYTES_MAX + 1];
+
+    CHECK_STATUS(NULL, lamina_batch_create(NULL), LAMINA_INVALID_ARGUMENT);
+    CHECK_STATUS(NULL, lamina_batch_create(&batch), LAMINA_OK);
+    CHECK(batch != NULL && lamina_batch_count(batch) == 0);
+    CHECK_STATUS(db, put_str(db, "gone", "soon"), LAMINA_OK);
+    CHECK_STATUS(NULL, lamina_batch_put(batch, "a", 1, "1", 1), LAMINA_OK);
+    CHECK_STATUS(NULL, lamina_batch_put(batch, "b", 1, NULL, 0), LAMINA_OK);
+    CHECK_STATUS(NULL, lamina_batch_delete(batch, "gone", 4), LAMINA_OK);
+    CHECK_STATUS(NULL, lamina_batch_put(batch, "a", 1, "2", 1), LAMINA_OK); /* later wins */
+    CHECK(lamina_batch_count(batch) == 4);
+    /* Refused operations leave the batch as it was. */
+    CHECK_STATUS(NULL, lamina_batch_put(batch, "c", 1, big, sizeof big), LAMINA_INVALID_ARGUMENT);
+    CHECK_MESSAGE(NULL, "4096");
+    CHECK_STATUS(NULL, lamina_batch_put(batch, "", 0, "x", 1), LAMINA_INVALID_ARGUMENT);
+    CHECK_STATUS(NULL, lamina_batch_delete(batch, NULL, 1), LAMINA_INVALID_ARGUMENT);
+    CHECK_STATUS(NULL, lamina_batch_put(NULL, "c", 1, "x", 1), LAMINA_INVALID_ARGUMENT);
+    CHECK_MESSAGE(NULL, "batch is NULL");
+    CHECK_STATUS(NULL, lamina_batch_delete(NULL, "c", 1), LAMINA_INVALID_ARGUMENT);
+    CHECK(lamina_batch_count(batch) == 4);
+    CHECK(lamina_batch_count(NULL) == 0);
+    /* Nothing is applied before lamina_write_batch. */
+    CHECK(absent(db, "a"));
+    CHECK_STATUS(db, lamina_write_batch(db, batch), LAMINA_OK);
+    CHECK(value_is(db, "a", "2", 1));
+    CHECK(value_is(db, "b", "", 0));
+    CHECK(absent(db, "gone"));
+    CHECK(lamina_batch_count(batch) == 4); /* left as it was */
+    CHECK_STATUS(db, lamina_write_batch(db, NULL), LAMINA_INVALID_ARGUMENT);
+    CHECK_STATUS(NULL, lamina_write_batch(NULL, batch), LAMINA_INVALID_ARGUMENT);
+    lamina_batch_clear(batch);
+    CHECK(lamina_batch_count(batch) == 0);
+    CHECK_STATUS(db, lamina_write_batch(db, batch), LAMINA_OK); /* empty: a no-op */
+    lamina_batch_clear(NULL);
+    lamina_batch_destroy(batch);
+    lamina_batch_destroy(NULL);
+    CHECK_STATUS(NULL, lamina_close(db), LAMINA_OK);
+    free(path);
+}
+
 #define KEYS 300 /* more than one page of the iterator (128) */
 
 static void test_iteration(void) {
@@ -733,6 +777,7 @@ int main(int argc, char **argv) {
     test_oversized_input_changes_nothing();
     test_null_arguments();
     test_compare_and_swap();
+    test_write_batch();
     test_iteration();
     test_concurrent_cas_increments();
     test_reopen_after_close();
