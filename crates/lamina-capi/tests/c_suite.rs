@@ -136,6 +136,41 @@ fn c_suite_passes_against_the_static_library() {
     run_suite(&program, Path::new("/nonexistent"));
 }
 
+/// The first fenced block of `language` in `markdown`.
+fn fenced_block<'a>(markdown: &'a str, language: &str) -> &'a str {
+    let open = format!("```{language}\n");
+    let start = markdown.find(&open).unwrap_or_else(|| panic!("no {open:?} block")) + open.len();
+    let len = markdown[start..].find("```").expect("an unterminated block");
+    &markdown[start..start + len]
+}
+
+#[test]
+fn the_example_in_the_docs_compiles_runs_and_prints_what_the_docs_say() {
+    let dir = library_dir();
+    let doc_path = Path::new(CRATE_DIR).join("../../docs/c-api.md");
+    let doc = std::fs::read_to_string(&doc_path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", doc_path.display()));
+    let build = tempfile::tempdir().unwrap();
+    let source = build.path().join("example.c");
+    std::fs::write(&source, fenced_block(&doc, "c")).unwrap();
+    let program = build.path().join("example");
+    run(Command::new(c_compiler())
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+        .arg("-I")
+        .arg(Path::new(CRATE_DIR).join("include"))
+        .arg(&source)
+        .arg("-L")
+        .arg(&dir)
+        .arg("-llamina")
+        .arg("-o")
+        .arg(&program));
+    let scratch = tempfile::tempdir().unwrap();
+    let output = run(Command::new(&program)
+        .arg(scratch.path().join("example-db"))
+        .env("LD_LIBRARY_PATH", &dir));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), fenced_block(&doc, "text"));
+}
+
 #[test]
 fn the_shared_library_exports_only_lamina_symbols() {
     let dir = library_dir();
