@@ -93,8 +93,10 @@ enum {
 };
 
 /**
- * How to open a database. Initialize with lamina_options_init, then set fields: new fields
- * may be added at the end in later versions, and lamina_options_init gives them defaults.
+ * How to open a database. Initialize with lamina_options_init, then set fields: later
+ * versions may append fields, which lamina_options_init then defaults, so programs that
+ * follow this rule keep compiling unchanged. (Source compatibility: the library has no
+ * SONAME or ABI version yet, so rebuild against the header of the library you run with.)
  */
 typedef struct lamina_options {
     /** Engine name ("mem"; later "fdtree", "latree", "fptree", "trie", "nbtree"), NUL-
