@@ -5,7 +5,9 @@ use std::io::ErrorKind;
 use std::sync::Arc;
 
 use lamina_storage::backend::io_error_kind;
-use lamina_storage::{FileOptions, FileStorage, MemoryStorage, OpenMode, Storage};
+use lamina_storage::{
+    FaultPlan, FaultyStorage, FileOptions, FileStorage, MemoryStorage, OpenMode, Storage,
+};
 
 fn backends() -> Vec<(Arc<dyn Storage>, Option<tempfile::TempDir>)> {
     let buffered = tempfile::tempdir().unwrap();
@@ -13,6 +15,7 @@ fn backends() -> Vec<(Arc<dyn Storage>, Option<tempfile::TempDir>)> {
     let direct_opts = FileOptions { direct_io: true, ..FileOptions::default() };
     vec![
         (Arc::new(MemoryStorage::new()), None),
+        (Arc::new(FaultyStorage::in_memory(FaultPlan::none())), None),
         (
             Arc::new(FileStorage::open_dir(buffered.path(), FileOptions::default()).unwrap()),
             Some(buffered),
