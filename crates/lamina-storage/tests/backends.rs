@@ -179,3 +179,24 @@ fn modeled_device_time_follows_the_profile() {
     f.read_exact_at(4096, &mut [0; 4096]).unwrap(); // sequential: 0.28 ms
     assert_eq!(s.io_stats().modeled_device_ns, 140_000 + 8_300_000 + 110_000 + 280_000);
 }
+
+#[test]
+fn emulation_counts_the_same_as_modeling() {
+    use lamina_storage::{AccountingOptions, DeviceProfile};
+    let run = |emulate| {
+        let options = AccountingOptions {
+            device: DeviceProfile::ssd_x25e(),
+            emulate,
+            ..AccountingOptions::default()
+        };
+        let s = MemoryStorage::with_options(options).unwrap();
+        let f = s.open("f", OpenMode::Create).unwrap();
+        f.write_all_at(8192, &[1; 4096]).unwrap();
+        f.read_exact_at(8192, &mut [0; 4096]).unwrap();
+        f.sync_data().unwrap();
+        s.io_stats()
+    };
+    let (modeled, emulated) = (run(false), run(true));
+    assert_eq!(modeled, emulated);
+    assert_eq!(modeled.modeled_device_ns, 300_000 + 75_000);
+}
