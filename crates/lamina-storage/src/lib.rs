@@ -7,6 +7,7 @@
 //! - [`accounting`]: exact I/O counters ([`lamina_core::IoStats`]) kept by every backend.
 //! - [`device`]: device profiles turning accesses into modeled time (LA-tree Tables 2 and 5).
 //! - [`block`]: the checksummed block format (`docs/format/block.md`).
+//! - [`superblock`]: crash-atomic commit of an engine's root state (two alternating slots).
 //! - [`faulty`], [`fault_plan`], [`crash_points`]: the fault-injecting backend, its seeded
 //!   plan, and the crash-at-every-operation test loop.
 
@@ -19,6 +20,7 @@ pub mod fault_plan;
 pub mod faulty;
 pub mod file;
 pub mod memory;
+pub mod superblock;
 
 pub use accounting::{AccountingOptions, BLOCK_BYTES_DEFAULT, IoAccounting};
 pub use backend::{OpenMode, Storage, StorageFile};
@@ -29,3 +31,4 @@ pub use fault_plan::{FailKind, FaultPlan};
 pub use faulty::{FaultyFile, FaultyStorage, is_simulated_crash};
 pub use file::{DiskFile, FileOptions, FileStorage};
 pub use memory::{MemoryFile, MemoryStorage};
+pub use superblock::{Committed, SlotState, Superblock};
