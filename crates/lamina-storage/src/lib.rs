@@ -8,6 +8,7 @@
 //! - [`device`]: device profiles turning accesses into modeled time (LA-tree Tables 2 and 5).
 //! - [`block`]: the checksummed block format (`docs/format/block.md`).
 //! - [`superblock`]: crash-atomic commit of an engine's root state (two alternating slots).
+//! - [`freelist`]: allocate/free block numbers in a file, reuse after a durable commit.
 //! - [`faulty`], [`fault_plan`], [`crash_points`]: the fault-injecting backend, its seeded
 //!   plan, and the crash-at-every-operation test loop.
 
@@ -19,6 +20,7 @@ pub mod device;
 pub mod fault_plan;
 pub mod faulty;
 pub mod file;
+pub mod freelist;
 pub mod memory;
 pub mod superblock;
 
@@ -30,5 +32,6 @@ pub use device::{AccessKind, DeviceProfile};
 pub use fault_plan::{FailKind, FaultPlan};
 pub use faulty::{FaultyFile, FaultyStorage, is_simulated_crash};
 pub use file::{DiskFile, FileOptions, FileStorage};
+pub use freelist::FreeList;
 pub use memory::{MemoryFile, MemoryStorage};
 pub use superblock::{Committed, SlotState, Superblock};
