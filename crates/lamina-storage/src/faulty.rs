@@ -6,8 +6,12 @@
 //! A crash is the power failing between two operations. After it:
 //! - **File contents** are exactly as of each file's last successful `sync_data`: every write
 //!   and `set_len` made to that file since then is undone (a file never synced since it was
-//!   opened by this storage keeps the contents it had when first opened or, if created, is
-//!   empty). Syncing one file makes nothing of another file durable.
+//!   opened by this storage keeps the contents it had when this storage was created or, if
+//!   created since, is empty). Syncing one file makes nothing of another file durable.
+//!   With [`FaultPlan::unsynced_survival_percent`] > 0, each unsynced write or `set_len`
+//!   independently escapes the undo with that chance (newest first; undoing an older
+//!   overlapping operation still restores its older bytes, so every byte ends up holding a
+//!   value it held at some point since the last sync).
 //! - **Names** are exactly as of the last successful `sync_dir`: files created since then are
 //!   gone, files removed since then are back (with their durable contents), renames since
 //!   then are reverted, including the file a rename replaced. `sync_data` does not make a new
@@ -49,11 +53,15 @@ const CRASH_MESSAGE: &str = "simulated crash";
 
 type InodeId = u64;
 
-/// Undo record of one write or `set_len`: restore length, then the bytes.
+/// Undo record of one write or `set_len`: it changed `range_len` bytes at `offset` (for
+/// `set_len`, the bytes between the old and new length) and the length from `old_len` to
+/// `new_len`. `old_bytes` are the bytes of the range that lay within `old_len`.
 #[derive(Debug)]
 struct DataUndo {
     old_len: u64,
+    new_len: u64,
     offset: u64,
+    range_len: u64,
     old_bytes: Vec<u8>,
 }
 
@@ -253,11 +261,28 @@ impl Shared {
             return Ok(());
         }
         state.crashed = true;
+        let survival = u64::from(self.plan.unsynced_survival_percent);
         for inode in state.inodes.values_mut() {
+            // Newest first. `floor`: the file must keep at least this length because a newer
+            // operation that survived wrote up to it.
+            let mut floor = 0;
             while let Some(undo) = inode.undo.pop() {
-                inode.file.set_len(undo.old_len)?;
+                if survival > 0 && state.rng.below(100) < survival {
+                    floor = floor.max(undo.new_len); // it reached the medium anyway
+                    continue;
+                }
+                let target_len = undo.old_len.max(floor);
+                inode.file.set_len(target_len)?;
                 if !undo.old_bytes.is_empty() {
                     inode.file.write_all_at(undo.offset, &undo.old_bytes)?;
+                }
+                // Bytes of the range past the old length were a hole before: zeros.
+                let zeros_from = undo.offset + undo.old_bytes.len() as u64;
+                let zeros_to = (undo.offset + undo.range_len).min(target_len);
+                if zeros_to > zeros_from {
+                    inode
+                        .file
+                        .write_all_at(zeros_from, &vec![0; (zeros_to - zeros_from) as usize])?;
                 }
             }
         }
@@ -469,7 +494,9 @@ impl StorageFile for FaultyFile {
             inode.file.read_exact_at(offset, &mut old_bytes)?;
         }
         let undo_len = old_bytes.len() as u64;
-        inode.undo.push(DataUndo { old_len, offset, old_bytes });
+        let new_len = old_len.max(end);
+        let range_len = data.len() as u64;
+        inode.undo.push(DataUndo { old_len, new_len, offset, range_len, old_bytes });
         state.undo_bytes += undo_len;
         let inode = &state.inodes[&self.inode];
         inode.file.write_all_at(offset, stored)?;
@@ -497,7 +524,13 @@ impl StorageFile for FaultyFile {
             inode.file.read_exact_at(len, &mut old_bytes)?;
         }
         let undo_len = old_bytes.len() as u64;
-        inode.undo.push(DataUndo { old_len, offset: len.min(old_len), old_bytes });
+        inode.undo.push(DataUndo {
+            old_len,
+            new_len: len,
+            offset: len.min(old_len),
+            range_len: len.abs_diff(old_len),
+            old_bytes,
+        });
         state.undo_bytes += undo_len;
         let inode = &state.inodes[&self.inode];
         inode.file.set_len(len)?;
