@@ -21,11 +21,22 @@ pub struct FaultyStorage {
 }
 
 impl FaultyStorage {
-    /// Wraps `inner`; every file already in it is treated as durable.
+    /// Wraps `inner`; every file already in it is treated as durable. Counts I/O with the
+    /// default accounting options.
     pub fn new(inner: Arc<dyn Storage>, plan: FaultPlan) -> Result<Self> {
-        // The wrapper counts what its callers do, with default settings; the inner backend's
-        // own counters also include the reads the undo log needs.
-        let accounting = IoAccounting::new(AccountingOptions::default());
+        Self::with_accounting(inner, plan, AccountingOptions::default())
+    }
+
+    /// Like [`FaultyStorage::new`], counting with `options` (block size, device profile,
+    /// emulation). The wrapper counts what its callers do; the inner backend's own counters
+    /// also include the reads the undo log needs.
+    pub fn with_accounting(
+        inner: Arc<dyn Storage>,
+        plan: FaultPlan,
+        options: AccountingOptions,
+    ) -> Result<Self> {
+        options.validate()?;
+        let accounting = IoAccounting::new(options);
         let mut state = State {
             ops: 0,
             crashed: false,
@@ -68,8 +79,9 @@ impl FaultyStorage {
         self.shared.crash_locked(&mut state, None)
     }
 
-    /// Crashes if not yet crashed, then opens a new storage (with no faults) over what
-    /// survived. The old handle and its files keep failing.
+    /// Crashes if not yet crashed, then opens a new storage (with no faults, the same
+    /// accounting options, fresh counters) over what survived. The old handle and its files
+    /// keep failing.
     pub fn reopen_after_crash(&self) -> Result<FaultyStorage> {
         self.reopen_after_crash_with(FaultPlan::none())
     }
@@ -78,7 +90,8 @@ impl FaultyStorage {
     /// during recovery).
     pub fn reopen_after_crash_with(&self, plan: FaultPlan) -> Result<FaultyStorage> {
         self.crash()?;
-        FaultyStorage::new(self.shared.inner.clone(), plan)
+        let options = self.shared.accounting.options().clone();
+        FaultyStorage::with_accounting(self.shared.inner.clone(), plan, options)
     }
 
     /// Flips bit `bit` (counted from the start of the file) of the stored file `name`: media
