@@ -1,0 +1,4 @@
+//! Storage layer of lamina.
+
+pub mod cache;
+pub mod pmem;
