@@ -1,4 +1,25 @@
-//! Storage layer of lamina.
+//! lamina's storage boundary (issue 3): everything an engine writes or reads goes through the
+//! [`Storage`] trait, so the same engine runs over real files, memory, or a fault-injecting
+//! wrapper that simulates crashes.
+//!
+//! - [`backend`]: the [`Storage`] / [`StorageFile`] traits and their shared semantics.
+//! - [`memory`], [`file`]: the `memory` and `file` backends.
+//! - [`accounting`]: exact I/O counters ([`lamina_core::IoStats`]) kept by every backend.
+//! - [`device`]: device profiles turning accesses into modeled time (LA-tree Tables 2 and 5).
+//! - [`cache`]: the block cache (byte budget, scan-resistant CLOCK, pins, per-block latches).
+//! - [`pmem`]: the persistent-memory region (mmap and simulated crash image), persistent
+//!   pointers and the leak-free allocator of FPTree section 2.
 
+pub mod accounting;
+pub mod backend;
 pub mod cache;
+pub mod device;
+pub mod file;
+pub mod memory;
 pub mod pmem;
+
+pub use accounting::{AccountingOptions, BLOCK_BYTES_DEFAULT, IoAccounting};
+pub use backend::{OpenMode, Storage, StorageFile};
+pub use device::{AccessKind, DeviceProfile};
+pub use file::{DiskFile, FileOptions, FileStorage};
+pub use memory::{MemoryFile, MemoryStorage};
