@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use lamina_core::{Error, Result};
 use parking_lot::{ArcRwLockWriteGuard, RawRwLock, RwLock};
 
+use crate::backend::StorageFile;
+
 use super::frame::{Frame, PinnedBlock, STATE_FAILED, STATE_LOADING, STATE_VALID};
 use super::types::{Access, BlockKey, CacheConfig, CacheStats, USAGE_MAX};
 
@@ -115,6 +117,21 @@ impl BlockCache {
                 }
             }
         }
+    }
+
+    /// Block `block_no` of `file` (known to the cache as `file_id`), pinned, read from the
+    /// file at `block_no * block_bytes` on a miss.
+    pub fn pin_from_file(
+        &self,
+        file_id: u64,
+        file: &dyn StorageFile,
+        block_no: u64,
+        access: Access,
+    ) -> Result<PinnedBlock> {
+        let offset = block_no.checked_mul(self.config.block_bytes as u64).ok_or_else(|| {
+            Error::option("block_no", format!("block {block_no} is beyond any file's end"))
+        })?;
+        self.pin(BlockKey::new(file_id, block_no), access, |buf| file.read_exact_at(offset, buf))
     }
 
     /// The block `key` pinned if it is resident (waiting for a load in progress); never loads.

@@ -287,3 +287,32 @@ fn latch_coupling_holds_one_latch_while_taking_the_next() {
     drop(guard);
     assert!(block5.try_write().is_some());
 }
+
+#[test]
+fn blocks_load_from_a_storage_file_once() {
+    use crate::backend::{OpenMode, Storage};
+    use crate::memory::MemoryStorage;
+
+    let storage = MemoryStorage::new();
+    let file = storage.open("L1.dat", OpenMode::CreateNew).unwrap();
+    for n in 0..4u8 {
+        file.write_all_at(u64::from(n) * BLOCK as u64, &[n + 1; BLOCK]).unwrap();
+    }
+    let before = storage.io_stats();
+    let cache = cache(8, 0);
+    for _ in 0..3 {
+        for n in 0..4u64 {
+            let block = cache.pin_from_file(1, &*file, n, Access::Point).unwrap();
+            assert!(block.read().iter().all(|&b| u64::from(b) == n + 1));
+        }
+    }
+    let read = storage.io_stats().since(&before);
+    assert_eq!(read.reads(), 4, "each block read from the file once");
+    assert_eq!((cache.stats().misses, cache.stats().hits), (4, 8));
+    let err = cache.pin_from_file(1, &*file, 9, Access::Point).unwrap_err();
+    assert!(!err.is_invalid_argument(), "reading past the end is an I/O error: {err:?}");
+    assert!(
+        cache.pin_from_file(1, &*file, u64::MAX, Access::Point).unwrap_err().is_invalid_argument()
+    );
+    assert_eq!(cache.stats().load_failures, 1);
+}

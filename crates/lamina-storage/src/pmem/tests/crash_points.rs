@@ -78,6 +78,7 @@ fn fresh() -> Arc<SimulatedRegion> {
 fn recover_and_check(
     crashed: SimulatedRegion,
     states: &[Snapshot],
+    during_format: bool,
     what: &str,
 ) -> Option<Snapshot> {
     let region = Arc::new(crashed);
@@ -85,7 +86,7 @@ fn recover_and_check(
         Ok(a) => a,
         // A crash while formatting leaves no header (or a torn one): the region is refused
         // and would be formatted again. Only possible before formatting completed.
-        Err(Error::Incompatible { .. } | Error::Corruption { .. }) if states.is_empty() => {
+        Err(Error::Incompatible { .. } | Error::Corruption { .. }) if during_format => {
             return None;
         }
         Err(e) => panic!("{what}: recovery failed: {e}"),
