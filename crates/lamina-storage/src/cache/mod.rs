@@ -30,7 +30,10 @@
 //! lives, the block is never evicted. [`PinnedBlock::read`] / [`PinnedBlock::write`] take the
 //! block's reader-writer latch and return *owned* guards (they keep their own pin), so an
 //! engine can hold the latch of one block while acquiring the next and then release the first
-//! (latch coupling, FD+FC section 4.2).
+//! (latch coupling, FD+FC section 4.2). The latches are parking_lot's fair reader-writer
+//! locks: a waiting writer blocks new readers, so engines must couple latches in a fixed order
+//! (e.g. top-down, left to right) to stay deadlock-free, and a thread must not latch a block
+//! it already latches (including calling [`BlockCache::install`] on it).
 //!
 //! # Budget
 //!

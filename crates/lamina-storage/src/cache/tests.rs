@@ -316,3 +316,62 @@ fn blocks_load_from_a_storage_file_once() {
     );
     assert_eq!(cache.stats().load_failures, 1);
 }
+
+#[test]
+fn stress_threads_with_eviction_keep_content_budget_and_counters() {
+    // 4 threads, 64 blocks, 16 frames; each thread holds at most 2 pins (latch coupling), so
+    // at most 8 blocks are pinned and the budget is never exceeded. Every block's bytes equal
+    // its number except while a writer holds the latch (it scribbles and restores).
+    const THREADS: u64 = 4;
+    const OPS: u64 = 1500;
+    let cache = Arc::new(cache(16, 4));
+    let pins = Arc::new(AtomicUsize::new(0));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (cache, pins) = (cache.clone(), pins.clone());
+            thread::spawn(move || {
+                let mut state = 0x9e37_79b9 ^ t;
+                let mut next = move || {
+                    state = state
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    state >> 33
+                };
+                let mut held: Option<BlockReadGuard> = None;
+                for _ in 0..OPS {
+                    let n = next() % 64;
+                    let access = if next() % 2 == 0 { Access::Point } else { Access::Scan };
+                    // Couple latches in increasing block order only, as a tree descent does:
+                    // parking_lot's latches are fair (a waiting writer blocks new readers), so
+                    // coupling in arbitrary order could deadlock.
+                    if held.as_ref().is_some_and(|g| g.key().block_no >= n) {
+                        held = None;
+                    }
+                    let block = cache.pin(key(n), access, fill(n)).unwrap();
+                    pins.fetch_add(1, Ordering::Relaxed);
+                    if next() % 5 == 0 {
+                        drop(held.take()); // never wait for a write latch while holding one
+                        let mut guard = block.write();
+                        guard.fill(0xAA);
+                        thread::yield_now();
+                        guard.fill(n as u8);
+                    } else {
+                        let guard = block.read();
+                        assert!(guard.iter().all(|&b| u64::from(b) == n), "block {n} torn");
+                        held = Some(guard); // releases the previous block only now
+                    }
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    let stats = cache.stats();
+    let pins = pins.load(Ordering::Relaxed) as u64;
+    assert_eq!(pins, THREADS * OPS);
+    assert_eq!(stats.hits + stats.misses + stats.load_waits, pins);
+    assert_eq!(stats.misses - stats.evictions, stats.resident_blocks);
+    assert!(stats.resident_bytes_peak <= 16 * BLOCK as u64, "{stats:?}");
+    assert_eq!(stats.load_failures, 0);
+}
