@@ -12,13 +12,15 @@
 //!    deallocate: nulls the caller's pointer, then clears the block's bits (each persisted);
 //! 3. clears the op word and persists it.
 //!
-//! [`PmemAllocator::open`] redoes a logged operation (steps 2 and 3 are idempotent). Hence at
-//! every persist point, after recovery: a block is referenced by the caller's pointer exactly
-//! when its bits are set (allocation sets bits before the pointer; deallocation nulls the
-//! pointer before clearing bits, and the log finishes either), so no block is both free and
-//! referenced, and the allocator leaks nothing. What the paper leaves to the data structure
-//! stays there: after recovery it must inspect the pointers it passed to the allocator (a
-//! non-null one means it received the block) and deallocate blocks it no longer wants.
+//! [`PmemAllocator::open`] redoes a logged operation (steps 2 and 3 are idempotent), so each
+//! operation is all-or-nothing across a crash: after recovery at any persist point, a block
+//! is referenced by the caller's pointer exactly when its bits are set. No block is both free
+//! and referenced, and the allocator leaks nothing. The order inside step 2 (bits before the
+//! pointer on allocate, pointer before the bits on free) additionally keeps every durable
+//! intermediate state free of a referenced-but-free block even before recovery runs. What
+//! the paper leaves to the data structure stays there: after recovery it must inspect the
+//! pointers it passed to the allocator (a non-null one means it received the block) and
+//! deallocate blocks it no longer wants.
 //!
 //! To keep that guarantee the allocator refuses a destination pointer that is not null
 //! (overwriting it would leak the block it names), and accepts pointer locations only in the

@@ -4,7 +4,8 @@
 //!   programming model of FPTree section 2.
 //! - [`MmapRegion`]: over a memory-mapped file (CLWB / CLFLUSHOPT / CLFLUSH + `msync`).
 //! - [`SimulatedRegion`]: a volatile image plus a durable image updated only by `persist`,
-//!   with crash points and torn writes, so recovery is tested at every persist point.
+//!   with crash points and torn writes, so recovery is tested at every persist point
+//!   ([`crash_test::for_each_persist_point`] runs the whole loop).
 //! - [`PPtr`]: persistent pointers (file id + offset), FPTree section 2.
 //! - [`PmemAllocator`]: an allocator whose interface writes the allocated block into a
 //!   caller-owned persistent pointer, FPTree's leak-prevention rule; crash-consistent through
@@ -13,6 +14,7 @@
 //! Byte layout: `docs/format/pmem.md`.
 
 mod alloc;
+pub mod crash_test;
 mod layout;
 mod mmap;
 mod pptr;

@@ -2,10 +2,12 @@
 //! writes: recovery must leave no block both free and referenced, no leak, and a state that
 //! one prefix of the completed operations explains.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use lamina_core::{Error, Result};
 
+use crate::pmem::crash_test::for_each_persist_point;
 use crate::pmem::*;
 
 const REGION_BYTES: u64 = 16384;
@@ -39,10 +41,10 @@ fn snapshot(region: &impl PmemRegion) -> Snapshot {
     out
 }
 
-/// Formats and runs a fixed sequence of allocations and deallocations, recording the owned
-/// pointers after each completed operation.
-fn scenario(region: &Arc<SimulatedRegion>, states: &mut Vec<Snapshot>) -> Result<()> {
-    let a = PmemAllocator::format(region.clone(), 7, 64)?;
+/// Runs a fixed sequence of allocations and deallocations on a formatted region, recording
+/// the owned pointers after each completed operation.
+fn workload(region: &Arc<SimulatedRegion>, states: &mut Vec<Snapshot>) -> Result<()> {
+    let a = PmemAllocator::open(region.clone())?;
     states.push(snapshot(&**region));
     let mut step = |op: &dyn Fn(&PmemAllocator<SimulatedRegion>) -> Result<()>| -> Result<()> {
         op(&a)?;
@@ -70,27 +72,19 @@ fn scenario(region: &Arc<SimulatedRegion>, states: &mut Vec<Snapshot>) -> Result
     Ok(())
 }
 
+fn format(region: &Arc<SimulatedRegion>) -> Result<()> {
+    PmemAllocator::format(region.clone(), 7, 64).map(drop)
+}
+
 fn fresh() -> Arc<SimulatedRegion> {
     Arc::new(SimulatedRegion::new(REGION_BYTES, SimulatedOptions::default()).unwrap())
 }
 
 /// Recovers the crashed image and checks the allocator's guarantees; the recovered state.
-fn recover_and_check(
-    crashed: SimulatedRegion,
-    states: &[Snapshot],
-    during_format: bool,
-    what: &str,
-) -> Option<Snapshot> {
+fn recover_and_check(crashed: SimulatedRegion, states: &[Snapshot], what: &str) -> Snapshot {
     let region = Arc::new(crashed);
-    let a = match PmemAllocator::open(region.clone()) {
-        Ok(a) => a,
-        // A crash while formatting leaves no header (or a torn one): the region is refused
-        // and would be formatted again. Only possible before formatting completed.
-        Err(Error::Incompatible { .. } | Error::Corruption { .. }) if during_format => {
-            return None;
-        }
-        Err(e) => panic!("{what}: recovery failed: {e}"),
-    };
+    let a = PmemAllocator::open(region.clone())
+        .unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
     a.check().unwrap_or_else(|e| panic!("{what}: {e}"));
     let owned = snapshot(&*region);
     // Every owned pointer names an allocated block (nothing referenced is free) ...
@@ -111,35 +105,56 @@ fn recover_and_check(
     let free_slot = (0..ROOT_SLOTS).find(|&i| owned.iter().all(|(at, _)| *at != slot(i))).unwrap();
     a.allocate(slot(free_slot), 64).unwrap();
     a.check().unwrap();
-    Some(owned)
+    owned
 }
 
 #[test]
 fn allocator_recovers_at_every_persist_point() {
+    // The prefix states, from a run without crash.
     let clean = fresh();
+    format(&clean).unwrap();
     let mut states = Vec::new();
-    scenario(&clean, &mut states).unwrap();
-    let persists = clean.persist_count();
-    assert!(persists > 40, "{persists} persists");
-    // Each allocation or deallocation is 6 persists: log body, log op, two bitmaps, pointer,
-    // log clear.
-    assert_eq!(clean.stats().persists, persists);
-    let mut seen_states = std::collections::BTreeSet::new();
-    for persist_no in 1..=persists + 1 {
-        for tear_seed in [None, Some(persist_no * 7919), Some(persist_no ^ 0x5555)] {
+    workload(&Arc::new(clean.crash()), &mut states).unwrap();
+    let mut seen = BTreeSet::new();
+    let runs = for_each_persist_point(
+        REGION_BYTES,
+        &[None, Some(1), Some(0x5555)],
+        format,
+        |region| workload(region, &mut Vec::new()),
+        |recovered, point| {
+            let what = format!("{point:?}");
+            let owned = recover_and_check(recovered, &states, &what);
+            seen.insert(states.iter().position(|s| *s == owned).unwrap());
+            Ok(())
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Each of the 9 operations is 6 persists (log body, log op, two bitmaps, pointer, log
+    // clear), plus the nested pointer's initialization.
+    assert_eq!(runs.ops_to_complete, 9 * 6 + 1);
+    assert_eq!(runs.crash_points, runs.ops_to_complete);
+    assert_eq!(seen.len(), states.len(), "every prefix state is reached by some crash");
+}
+
+#[test]
+fn a_crash_while_formatting_leaves_a_refused_or_empty_region() {
+    for persist_no in 1..=4 {
+        for tear_seed in [None, Some(persist_no), Some(99)] {
             let region = fresh();
             region.set_crash_point(Some(CrashPoint { persist_no, tear_seed }));
-            let mut run_states = Vec::new();
-            scenario(&region, &mut run_states).unwrap();
-            // Formatting is 3 persists: zero header, zero metadata, header.
-            let during_format = persist_no <= 3;
-            let what = format!("crash at persist {persist_no} (tear {tear_seed:?})");
-            if let Some(owned) = recover_and_check(region.crash(), &states, during_format, &what) {
-                seen_states.insert(states.iter().position(|s| *s == owned).unwrap());
+            format(&region).unwrap();
+            match PmemAllocator::open(Arc::new(region.crash())) {
+                Ok(a) => {
+                    assert!(persist_no >= 3, "header durable only at persist 3");
+                    assert!(a.allocated_blocks().is_empty());
+                }
+                Err(Error::Incompatible { .. } | Error::Corruption { .. }) => {
+                    assert!(persist_no <= 3);
+                }
+                Err(e) => panic!("{e}"),
             }
         }
     }
-    assert_eq!(seen_states.len(), states.len(), "every prefix state is reached by some crash");
 }
 
 #[test]
