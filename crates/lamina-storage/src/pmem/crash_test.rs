@@ -33,7 +33,6 @@ use std::sync::Arc;
 
 use lamina_core::{Error, Result};
 
-use super::region::PmemRegion;
 use super::simulated::{CrashPoint, SimulatedOptions, SimulatedRegion};
 use crate::crash_points::{CrashRuns, CrashTestFailure};
 
