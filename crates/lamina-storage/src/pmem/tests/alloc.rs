@@ -117,3 +117,14 @@ fn format_refuses_bad_parameters() {
     assert_eq!(big_chunks.header().layout.heap_offset % 4096, 0);
     assert_eq!(big_chunks.stats().chunk_count, 3);
 }
+
+#[test]
+fn works_over_a_trait_object_region() {
+    fn shared<T: Send + Sync>(_: &T) {}
+    let region: Arc<dyn PmemRegion> =
+        Arc::new(SimulatedRegion::new(8192, SimulatedOptions::default()).unwrap());
+    let a: PmemAllocator<dyn PmemRegion> = PmemAllocator::format(region, 3, 64).unwrap();
+    let p = a.allocate(a.root_offset(), 64).unwrap();
+    assert_eq!(a.resolve(p).unwrap(), p.offset);
+    shared(&a);
+}
