@@ -61,7 +61,9 @@ impl FlushInstruction {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MmapOptions {
     /// `msync` every persisted range (needed for durability on a page-cache file system; a
-    /// DAX mount makes cache-line write-back alone durable).
+    /// DAX mount makes cache-line write-back alone durable). An `msync` costs milliseconds on
+    /// an ordinary disk (`docs/results/pmem.md`); without it, call [`MmapRegion::sync_all`]
+    /// at the engine's durability points.
     pub msync: bool,
     /// Emulated write-back latency per persisted cache line (0 = none).
     pub latency_ns_per_line: u64,
@@ -144,6 +146,14 @@ impl MmapRegion {
     /// The mapped file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// `msync`s the whole mapping: with `msync: false`, the point where everything persisted
+    /// so far becomes durable on a page-cache file system (one `msync` costs milliseconds on
+    /// an ordinary disk, so engines may prefer this at their own durability points over an
+    /// `msync` per persist).
+    pub fn sync_all(&self) -> Result<()> {
+        self.map.flush().map_err(|e| Error::io(format!("msync of {}", self.path.display()), e))
     }
 
     /// The write-back instruction in use.

