@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -101,7 +102,15 @@ impl BlockCache {
                 Lookup::Inserted(pinned, mut latch) => {
                     bump(&self.counters.misses);
                     let load = load.take().expect("a lookup inserts at most once per pin");
-                    return match load(&mut latch) {
+                    // A panicking loader must not leave a frame stuck in the loading state
+                    // (waiters would retry forever): take it out, then let the panic go on.
+                    let loaded = panic::catch_unwind(AssertUnwindSafe(|| load(&mut latch)))
+                        .unwrap_or_else(|payload| {
+                            bump(&self.counters.load_failures);
+                            self.abandon(&pinned);
+                            panic::resume_unwind(payload)
+                        });
+                    return match loaded {
                         Ok(()) => {
                             pinned.frame().set_state(STATE_VALID);
                             drop(latch);

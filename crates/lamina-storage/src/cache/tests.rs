@@ -183,6 +183,18 @@ fn failed_load_caches_nothing_and_is_counted() {
 }
 
 #[test]
+fn a_panicking_loader_leaves_the_block_loadable() {
+    let cache = cache(4, 0);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        cache.pin(key(1), Access::Point, |_| panic!("loader bug")).map(drop)
+    }));
+    assert!(result.is_err());
+    assert!(cache.resident_keys().is_empty());
+    touch(&cache, 1, Access::Point);
+    assert_eq!(cache.stats().load_failures, 1);
+}
+
+#[test]
 fn install_and_invalidate() {
     let cache = cache(4, 0);
     touch(&cache, 1, Access::Point);
