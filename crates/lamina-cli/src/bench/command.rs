@@ -91,6 +91,9 @@ fn check_combinations(args: &BenchArgs, kind: WorkloadKind) -> Result<()> {
             "--rate and --queue-slots belong to the open system; add --readers and --writers",
         ));
     }
+    if let Some(device) = &args.device {
+        lamina_storage::DeviceProfile::from_name(device)?;
+    }
     if args.emulate && args.device.is_none() {
         return Err(bad("emulate", "--emulate imposes a --device profile; give --device PROFILE"));
     }
@@ -449,6 +452,7 @@ mod tests {
         refused("--experiment nope --out d", "unknown experiment");
         refused("--workload nope", "unknown workload");
         refused("--emulate", "give --device");
+        refused("--device floppy", "known profiles: host");
         refused("--durability maybe", "expected sync");
         refused("--durability buffered:0", "durability");
         refused("--workload gr --mix 1:x:1", "mix");
