@@ -25,5 +25,6 @@ pub mod tree;
 mod verify;
 
 pub use engine::FdTree;
+pub use merge::Trigger;
 pub use options::{FcMode, FdTreeOptions, Params};
-pub use tree::{Counters, MergeCounts, Tree};
+pub use tree::{Counters, MergeCounts, MergeReport, Tree};

@@ -61,6 +61,27 @@ pub struct MergeCounts {
     pub levels_tightened: u64,
 }
 
+/// What the last merge did (for tests and stats).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeReport {
+    /// Why it ran.
+    pub trigger: crate::merge::Trigger,
+    /// Levels `L_0..L_m` were replaced (eq. 2).
+    pub m: usize,
+    /// Whether it read every level.
+    pub full: bool,
+    /// Height before and after.
+    pub height_before: usize,
+    /// Height after.
+    pub height_after: usize,
+    /// `z` of merge-finalize (`L_1..L_z` skipped).
+    pub z: usize,
+    /// Insert/delete pairs that cancelled out.
+    pub cancellations: u64,
+    /// Materialized labels after the merge.
+    pub labels_after: Vec<usize>,
+}
+
 /// An FD+tree: `L_0` in memory, `L_1..L_(h-1)` on disk (skipped levels absent).
 #[derive(Debug)]
 pub struct Tree {
@@ -77,6 +98,7 @@ pub struct Tree {
     pub(crate) defer_reclaim: bool,
     /// Level files replaced since the last checkpoint, removed by the next one.
     pub(crate) obsolete_files: Vec<u32>,
+    pub(crate) last_merge: Option<MergeReport>,
 }
 
 impl Tree {
@@ -92,6 +114,7 @@ impl Tree {
             merges: MergeCounts::default(),
             defer_reclaim: false,
             obsolete_files: Vec::new(),
+            last_merge: None,
         }
     }
 
@@ -103,6 +126,11 @@ impl Tree {
     /// The counters.
     pub fn counters(&self) -> Counters {
         self.counters
+    }
+
+    /// What the last merge did.
+    pub fn last_merge(&self) -> Option<&MergeReport> {
+        self.last_merge.as_ref()
     }
 
     /// Merge counts.
@@ -225,13 +253,22 @@ impl Tree {
         }
     }
 
-    /// Runs the merges section 2.2 triggers: overflow of `L_0`, then underflow (I6).
+    /// Runs the merges section 2.2 triggers, then verifies (if configured). The underflow
+    /// check comes first: its full merge also empties `L_0`, and an overflow merge never
+    /// raises `N_nabla / N_delta` (it removes cancelled pairs), so checking (I6) first avoids
+    /// an overflow merge right before a full one without changing the invariants kept.
     pub(crate) fn run_triggered_merges(&mut self) -> Result<()> {
-        if self.top_size_blocks() > self.params.kappa0_blocks {
-            self.merge(Trigger::Overflow)?;
-        }
+        let mut merged = false;
         if self.counters.underflows() {
-            self.merge(Trigger::Underflow)?;
+            self.merge_unverified(Trigger::Underflow)?;
+            merged = true;
+        }
+        if self.top_size_blocks() > self.params.kappa0_blocks {
+            self.merge_unverified(Trigger::Overflow)?;
+            merged = true;
+        }
+        if merged {
+            self.verify_if_configured()?;
         }
         Ok(())
     }

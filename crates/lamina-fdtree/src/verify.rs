@@ -74,19 +74,17 @@ impl Tree {
         for index in 0..level.blocks {
             let block = self.store.read(&*level.file, index)?;
             match block.entries.first() {
-                Some(Entry::Fence { key, .. }) if !bottom => {
-                    if index == 0 && !key.is_empty() {
-                        return Err(violation(format!("(I2) {name} lacks the -inf fence")));
-                    }
+                Some(Entry::Fence { key, .. }) if !bottom && index == 0 && !key.is_empty() => {
+                    return Err(violation(format!("(I2) {name} lacks the -inf fence")));
                 }
+                Some(Entry::Fence { .. }) if !bottom => {}
                 _ if !bottom => {
                     return Err(violation(format!("(I2) {name} block {index} starts with data")));
                 }
-                Some(_) => {}
                 None if level.blocks > 1 => {
                     return Err(violation(format!("{name} block {index} is empty")));
                 }
-                None => {}
+                _ => {}
             }
             content
                 .first_keys

@@ -3,7 +3,7 @@
 use lamina_core::Result;
 
 use super::prepare::{LevelSize, choose_m};
-use crate::tree::Tree;
+use crate::tree::{MergeReport, Tree};
 
 /// Why a merge runs (section 2.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,8 +15,20 @@ pub enum Trigger {
 }
 
 impl Tree {
-    /// Runs one merge of the given kind.
+    /// Runs one merge of the given kind, then verifies the tree if configured to.
     pub fn merge(&mut self, trigger: Trigger) -> Result<()> {
+        self.merge_unverified(trigger)?;
+        self.verify_if_configured()
+    }
+
+    pub(crate) fn verify_if_configured(&self) -> Result<()> {
+        if self.params.verify_each_merge {
+            self.verify()?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn merge_unverified(&mut self, trigger: Trigger) -> Result<()> {
         let h = self.height();
         let m = match trigger {
             Trigger::Underflow => (h - 1).max(1),
@@ -25,13 +37,21 @@ impl Tree {
             }
         };
         let executed = self.execute(m)?;
-        self.finalize(m, executed)?;
+        let (full, cancellations) = (executed.full, executed.cancellations);
+        let z = self.finalize(m, executed)?;
+        self.last_merge = Some(MergeReport {
+            trigger,
+            m,
+            full,
+            height_before: h,
+            height_after: self.height(),
+            z,
+            cancellations,
+            labels_after: self.materialized_labels(),
+        });
         match trigger {
             Trigger::Overflow => self.merges.overflow += 1,
             Trigger::Underflow => self.merges.underflow += 1,
-        }
-        if self.params.verify_each_merge {
-            self.verify()?;
         }
         Ok(())
     }

@@ -86,7 +86,9 @@ impl Builder<'_> {
             let w = &mut self.writers[level - 1];
             let bytes = records.iter().map(Entry::encoded_len).sum();
             if w.fits(bytes) {
-                records.into_iter().for_each(|r| w.push(r));
+                for r in records {
+                    w.push(r);
+                }
                 return Ok(());
             }
             if !w.started() && !key.is_empty() {
@@ -102,7 +104,9 @@ impl Builder<'_> {
                 Some(Entry::Fence { key: key.to_vec(), ptr })
             };
             let ptr = w.start_block(self.store, leading)?;
-            it.for_each(|r| w.push(r));
+            for r in it {
+                w.push(r);
+            }
             records = vec![Entry::Fence { key: key.to_vec(), ptr }];
             level -= 1;
         }

@@ -60,7 +60,8 @@ pub fn plan_relabel(
 
 impl Tree {
     /// Applies merge-finalize to the result of merge-execute and switches the tree to it.
-    pub(crate) fn finalize(&mut self, m: usize, executed: Executed) -> Result<()> {
+    /// Returns `z`.
+    pub(crate) fn finalize(&mut self, m: usize, executed: Executed) -> Result<usize> {
         let Executed { top, levels: mut new_levels, cancellations, cancelled_bytes, full } =
             executed;
         let old_height = self.height();
@@ -126,7 +127,7 @@ impl Tree {
                 first_err = Err(e);
             }
         }
-        first_err
+        first_err.map(|()| plan.z)
     }
 
     /// Reads a whole (small) level into a new `L_0`.

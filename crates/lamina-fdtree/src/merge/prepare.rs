@@ -29,7 +29,7 @@ pub fn u_hat(sizes: &[LevelSize], h: usize, live_bytes: u64, i: usize, params: &
     }
     let merged = sizes.iter().filter(|s| s.label <= i);
     let data: u64 = merged.clone().map(|s| s.data_bytes).sum();
-    let fences = merged.last().map_or(0, |s| s.fence_bytes);
+    let fences = merged.max_by_key(|s| s.label).map_or(0, |s| s.fence_bytes);
     params.blocks_of(data + fences)
 }
 
