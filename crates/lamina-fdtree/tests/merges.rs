@@ -242,7 +242,7 @@ fn corrupt_blocks_are_reported_not_served() {
     for k in 0..500u64 {
         db.put(&k.to_be_bytes(), &k.to_le_bytes()).unwrap();
     }
-    let name = storage.list().unwrap().into_iter().find(|n| n.ends_with(".lvl")).unwrap();
+    let name = storage.list().unwrap().into_iter().find(|n| n.starts_with("fd-")).unwrap();
     let file = storage.open(&name, OpenMode::Existing).unwrap();
     let mut byte = [0u8; 1];
     file.read_exact_at(40, &mut byte).unwrap();
@@ -278,7 +278,7 @@ fn close_and_reopen_keep_the_structure_and_reclaim_space() {
     let db = FdTree::open(storage.clone(), &options).unwrap();
     db.verify().unwrap();
     assert_eq!(db.with_tree(lamina_fdtree::Tree::materialized_labels).unwrap(), labels);
-    let level_files = storage.list().unwrap().into_iter().filter(|n| n.ends_with(".lvl")).count();
+    let level_files = storage.list().unwrap().into_iter().filter(|n| n.starts_with("fd-")).count();
     assert_eq!(level_files, labels.len() - 1, "replaced level files were not reclaimed");
     for k in 0..800u64 {
         let expect = (k % 3 != 0).then(|| k.to_le_bytes().to_vec());
