@@ -1,22 +1,23 @@
-//! The on-disk block of a level (byte layout in `docs/format/fdtree-block.md`).
+//! The content of a level block (byte layout in `docs/format/fdtree-block.md`).
 //!
-//! A block is `block_bytes` long: a 16-byte header (magic, masked CRC32C, entry count,
-//! payload length) followed by the encoded entries, zero-padded. The CRC covers everything
-//! from the entry count to the end of the payload, so a torn or flipped block is reported as
-//! corruption with its file and offset.
-//!
-//! This module is the crate's own block format; it stays behind this small boundary so it
-//! can be replaced by `lamina-storage`'s block module once that lands.
+//! Blocks use `lamina-storage`'s block format (`lamina_storage::block`: 32-byte header with
+//! magic, version, type, owner, block number and a CRC32C over the whole block). The owner is
+//! the level file id, so a block of another level or a misdirected write is detected. The
+//! payload is an entry count (u32 LE) followed by the encoded entries in level order.
 
-use lamina_core::checksum::masked_crc32c;
+use std::path::Path;
+
+use lamina_core::Result;
 use lamina_core::codec::{DecodeError, Reader};
+use lamina_storage::StorageFile;
+use lamina_storage::block::{self as sblock, BlockType};
 
 use crate::entry::Entry;
 
-/// Bytes of the block header.
-pub const BLOCK_HEADER_BYTES: usize = 16;
-/// Magic number at the start of every block ("FDB1").
-pub const BLOCK_MAGIC: u32 = u32::from_le_bytes(*b"FDB1");
+/// Bytes of a block not available to entries: the storage block header and the count.
+pub const BLOCK_HEADER_BYTES: usize = sblock::BLOCK_HEADER_BYTES + 4;
+/// Block type of an FD+tree level block.
+pub const LEVEL_BLOCK_TYPE: BlockType = BlockType(BlockType::ENGINE_FIRST.0);
 
 /// The decoded content of one block: its entries in level order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -26,54 +27,33 @@ pub struct Block {
 }
 
 impl Block {
-    /// Payload bytes the entries take.
+    /// Payload bytes the entries take (without the count).
     pub fn payload_len(&self) -> usize {
         self.entries.iter().map(Entry::encoded_len).sum()
     }
 
-    /// Encodes into exactly `block_bytes` bytes. The caller guarantees the entries fit.
-    pub fn encode(&self, block_bytes: usize) -> Vec<u8> {
-        let payload_len = self.payload_len();
-        assert!(BLOCK_HEADER_BYTES + payload_len <= block_bytes, "block overflow");
-        let mut out = Vec::with_capacity(block_bytes);
-        out.extend_from_slice(&BLOCK_MAGIC.to_le_bytes());
-        out.extend_from_slice(&[0; 4]);
+    /// The storage payload: count, then entries.
+    pub fn encode_payload(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4 + self.payload_len());
         out.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(payload_len as u32).to_le_bytes());
         for e in &self.entries {
             e.encode_to(&mut out);
         }
-        let crc = masked_crc32c(&out[8..]);
-        out[4..8].copy_from_slice(&crc.to_le_bytes());
-        out.resize(block_bytes, 0);
         out
     }
 
-    /// Decodes a block; checks magic, checksum, entry encodings and their order.
-    pub fn decode(
-        bytes: &[u8],
+    /// Decodes a payload; checks entry encodings and their order.
+    pub fn decode_payload(
+        payload: &[u8],
         key_bytes_max: usize,
         value_bytes_max: usize,
     ) -> Result<Block, DecodeError> {
-        let mut r = Reader::new(bytes);
-        if r.u32()? != BLOCK_MAGIC {
-            return Err(DecodeError::new(0, "bad block magic"));
-        }
-        let crc = r.u32()?;
+        let mut r = Reader::new(payload);
         let count = r.u32()? as usize;
-        let payload_len = r.u32()? as usize;
-        if BLOCK_HEADER_BYTES + payload_len > bytes.len() {
-            return Err(DecodeError::new(12, format!("payload length {payload_len} too large")));
-        }
-        if masked_crc32c(&bytes[8..BLOCK_HEADER_BYTES + payload_len]) != crc {
-            return Err(DecodeError::new(4, "block checksum mismatch"));
-        }
-        let mut payload = Reader::new(&bytes[BLOCK_HEADER_BYTES..BLOCK_HEADER_BYTES + payload_len]);
-        let mut entries: Vec<Entry> = Vec::with_capacity(count.min(payload_len));
+        let mut entries: Vec<Entry> = Vec::with_capacity(count.min(payload.len()));
         for _ in 0..count {
-            let at = BLOCK_HEADER_BYTES + payload.position();
-            let e = Entry::decode_from(&mut payload, key_bytes_max, value_bytes_max)
-                .map_err(|err| DecodeError::new(BLOCK_HEADER_BYTES + err.offset, err.reason))?;
+            let at = r.position();
+            let e = Entry::decode_from(&mut r, key_bytes_max, value_bytes_max)?;
             if let Some(prev) = entries.last()
                 && prev.order(&e).is_ge()
             {
@@ -81,13 +61,50 @@ impl Block {
             }
             entries.push(e);
         }
-        payload
-            .finish()
-            .map_err(|err| DecodeError::new(BLOCK_HEADER_BYTES + err.offset, err.reason))?;
+        r.finish()?;
         Ok(Block { entries })
     }
 
-    /// Index of the fence with the largest key `<= key` (Algorithm 2, line 10).
+    /// Writes the block as block `index` of level file `file_id`.
+    pub fn write(
+        &self,
+        file: &dyn StorageFile,
+        block_bytes: usize,
+        file_id: u32,
+        index: u32,
+    ) -> Result<()> {
+        let block = sblock::Block::new(
+            block_bytes,
+            LEVEL_BLOCK_TYPE,
+            u64::from(file_id),
+            u64::from(index),
+            self.encode_payload(),
+        )?;
+        sblock::write_block(file, &block)
+    }
+
+    /// Reads block `index` of level file `file_id`; corruption names `path` and the offset.
+    pub fn read(
+        file: &dyn StorageFile,
+        path: &Path,
+        block_bytes: usize,
+        file_id: u32,
+        index: u32,
+        limits: (usize, usize),
+    ) -> Result<Block> {
+        let raw = sblock::read_block(
+            file,
+            path,
+            block_bytes,
+            LEVEL_BLOCK_TYPE,
+            u64::from(file_id),
+            u64::from(index),
+        )?;
+        let offset = u64::from(index) * block_bytes as u64 + sblock::BLOCK_HEADER_BYTES as u64;
+        Block::decode_payload(&raw.payload, limits.0, limits.1).map_err(|e| e.at(path, offset))
+    }
+
+    /// The fence with the largest key `<= key` (Algorithm 2, line 10).
     pub fn fence_at_or_before(&self, key: &[u8]) -> Option<&Entry> {
         let end = self.entries.partition_point(|e| e.key() <= key);
         self.entries[..end].iter().rev().find(|e| !e.is_data())
@@ -107,6 +124,7 @@ impl Block {
 mod tests {
     use super::*;
     use crate::entry::BlockPtr;
+    use lamina_storage::{MemoryStorage, OpenMode, Storage};
 
     fn sample() -> Block {
         Block {
@@ -121,33 +139,48 @@ mod tests {
     }
 
     #[test]
-    fn roundtrip() {
-        let b = sample();
-        let bytes = b.encode(256);
-        assert_eq!(bytes.len(), 256);
-        assert_eq!(Block::decode(&bytes, 16, 16).unwrap(), b);
-        assert_eq!(b.data_for(b"b").len(), 2);
-        assert!(b.data_for(b"c").is_empty());
-        assert_eq!(b.fence_at_or_before(b"cc").unwrap().key(), b"c");
-        assert_eq!(b.fence_at_or_before(b"a").unwrap().key(), b"");
+    fn roundtrip_through_storage() {
+        let s = MemoryStorage::new();
+        let f = s.open("x", OpenMode::Create).unwrap();
+        sample().write(&*f, 512, 7, 3).unwrap();
+        let back = Block::read(&*f, Path::new("x"), 512, 7, 3, (16, 16)).unwrap();
+        assert_eq!(back, sample());
+        assert_eq!(back.data_for(b"b").len(), 2);
+        assert!(back.data_for(b"c").is_empty());
+        assert_eq!(back.fence_at_or_before(b"cc").unwrap().key(), b"c");
+        assert_eq!(back.fence_at_or_before(b"a").unwrap().key(), b"");
+        // A block of another level, or read at the wrong place, is refused.
+        assert!(Block::read(&*f, Path::new("x"), 512, 8, 3, (16, 16)).is_err());
+        f.write_all_at(0, &vec![0; 512]).unwrap();
+        let copy = {
+            let mut b = vec![0u8; 512];
+            f.read_exact_at(3 * 512, &mut b).unwrap();
+            b
+        };
+        f.write_all_at(2 * 512, &copy).unwrap();
+        assert!(Block::read(&*f, Path::new("x"), 512, 7, 2, (16, 16)).is_err());
     }
 
     #[test]
     fn every_flipped_bit_is_detected() {
-        let bytes = sample().encode(128);
-        let used = BLOCK_HEADER_BYTES + sample().payload_len();
-        for i in 0..used * 8 {
+        let s = MemoryStorage::new();
+        let f = s.open("x", OpenMode::Create).unwrap();
+        sample().write(&*f, 512, 1, 0).unwrap();
+        let mut bytes = vec![0u8; 512];
+        f.read_exact_at(0, &mut bytes).unwrap();
+        for i in 0..(BLOCK_HEADER_BYTES + sample().payload_len()) * 8 {
             let mut bad = bytes.clone();
             bad[i / 8] ^= 1 << (i % 8);
-            assert!(Block::decode(&bad, 16, 16).is_err(), "flip of bit {i} undetected");
+            f.write_all_at(0, &bad).unwrap();
+            assert!(Block::read(&*f, Path::new("x"), 512, 1, 0, (16, 16)).is_err(), "bit {i}");
         }
-        assert!(Block::decode(&bytes[..10], 16, 16).is_err());
     }
 
     #[test]
     fn out_of_order_entries_are_refused() {
         let mut b = sample();
         b.entries.swap(1, 2);
-        assert!(Block::decode(&b.encode(256), 16, 16).is_err());
+        assert!(Block::decode_payload(&b.encode_payload(), 16, 16).is_err());
+        assert!(Block::decode_payload(&sample().encode_payload()[..9], 16, 16).is_err());
     }
 }

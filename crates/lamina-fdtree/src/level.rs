@@ -93,7 +93,7 @@ impl DiskLevel {
                 ),
             ));
         }
-        store.read(&*self.file, ptr.index)
+        store.read(&*self.file, self.file_id, ptr.index)
     }
 }
 
@@ -157,7 +157,7 @@ impl<'a> LevelCursor<'a> {
             if self.next_block >= self.level.blocks {
                 return Ok(None);
             }
-            let block = self.store.read(&*self.level.file, self.next_block)?;
+            let block = self.store.read(&*self.level.file, self.level.file_id, self.next_block)?;
             self.block_index = self.next_block;
             self.next_block += 1;
             self.entries = block.entries.into_iter();

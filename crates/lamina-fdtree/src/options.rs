@@ -65,8 +65,8 @@ impl Default for FdTreeOptions {
     }
 }
 
-/// Smallest block accepted.
-pub const BLOCK_BYTES_MIN: u32 = 128;
+/// Smallest block accepted (that of `lamina_storage::block`).
+pub const BLOCK_BYTES_MIN: u32 = lamina_storage::block::BLOCK_BYTES_MIN as u32;
 /// Largest block accepted.
 pub const BLOCK_BYTES_MAX: u32 = 1 << 20;
 /// Largest `gamma` accepted.
@@ -103,10 +103,15 @@ impl FdTreeOptions {
                 what: format!("fdtree mode {:?} (only Xm is implemented so far)", self.mode),
             });
         }
-        if !(BLOCK_BYTES_MIN..=BLOCK_BYTES_MAX).contains(&self.block_bytes) {
+        if !self.block_bytes.is_power_of_two()
+            || !(BLOCK_BYTES_MIN..=BLOCK_BYTES_MAX).contains(&self.block_bytes)
+        {
             return Err(Error::option(
                 "block_bytes",
-                format!("{} is outside {BLOCK_BYTES_MIN}..={BLOCK_BYTES_MAX}", self.block_bytes),
+                format!(
+                    "{} is not a power of two in {BLOCK_BYTES_MIN}..={BLOCK_BYTES_MAX}",
+                    self.block_bytes
+                ),
             ));
         }
         if !(2..=SIZE_RATIO_MAX).contains(&self.size_ratio) {

@@ -60,25 +60,23 @@ impl BlockStore {
         self.storage.remove(&level_file_name(id))
     }
 
-    /// Writes block `index` of `file`.
-    pub fn write(&self, file: &dyn StorageFile, index: u32, entries: &[Entry]) -> Result<()> {
+    /// Writes block `index` of level file `file_id`.
+    pub fn write(
+        &self,
+        file: &dyn StorageFile,
+        file_id: u32,
+        index: u32,
+        entries: &[Entry],
+    ) -> Result<()> {
         let block = Block { entries: entries.to_vec() };
-        self.write_block(file, index, &block)
+        block.write(file, self.block_bytes, file_id, index)
     }
 
-    /// Writes an encoded block.
-    pub fn write_block(&self, file: &dyn StorageFile, index: u32, block: &Block) -> Result<()> {
-        let bytes = block.encode(self.block_bytes);
-        file.write_all_at(u64::from(index) * self.block_bytes as u64, &bytes)
-    }
-
-    /// Reads and decodes block `index` of `file`: one read call.
-    pub fn read(&self, file: &dyn StorageFile, index: u32) -> Result<Block> {
-        let offset = u64::from(index) * self.block_bytes as u64;
-        let mut buf = vec![0u8; self.block_bytes];
-        file.read_exact_at(offset, &mut buf)?;
-        Block::decode(&buf, self.key_bytes_max, self.value_bytes_max)
-            .map_err(|e| e.at(&self.storage.path_of(file.name()), offset))
+    /// Reads and decodes block `index` of level file `file_id`: one read call.
+    pub fn read(&self, file: &dyn StorageFile, file_id: u32, index: u32) -> Result<Block> {
+        let path = self.storage.path_of(file.name());
+        let limits = (self.key_bytes_max, self.value_bytes_max);
+        Block::read(file, &path, self.block_bytes, file_id, index, limits)
     }
 
     /// Makes a level file durable.

@@ -72,7 +72,7 @@ impl Tree {
         let mut stats = LevelStats::default();
         let mut content = LevelContent { entries: Vec::new(), first_keys: Vec::new() };
         for index in 0..level.blocks {
-            let block = self.store.read(&*level.file, index)?;
+            let block = self.store.read(&*level.file, level.file_id, index)?;
             match block.entries.first() {
                 Some(Entry::Fence { key, .. }) if !bottom && index == 0 && !key.is_empty() => {
                     return Err(violation(format!("(I2) {name} lacks the -inf fence")));

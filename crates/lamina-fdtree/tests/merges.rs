@@ -10,11 +10,11 @@ use lamina_core::{Error, KeyRange, OrderedIndex};
 use lamina_fdtree::{FdTree, FdTreeOptions, MergeReport, Trigger};
 use lamina_storage::{MemoryStorage, OpenMode, Storage};
 
-/// 256-byte blocks, 8-byte keys and values, `kappa_0` = 1 block (about 13 entries).
+/// 512-byte blocks, 8-byte keys and values, `kappa_0` = 1 block (about 29 entries).
 fn tiny(gamma: u32) -> FdTreeOptions {
     FdTreeOptions {
-        memory_budget_bytes: 256,
-        block_bytes: 256,
+        memory_budget_bytes: 512,
+        block_bytes: 512,
         size_ratio: gamma,
         key_bytes_max: 8,
         value_bytes_max: 8,

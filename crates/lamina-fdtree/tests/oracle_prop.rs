@@ -11,24 +11,26 @@ use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Put(u8, Vec<u8>),
-    Delete(u8),
-    Get(u8),
-    Scan(u8, u8, usize),
-    Batch(Vec<(u8, Option<Vec<u8>>)>),
-    Cas(u8, bool, Option<Vec<u8>>),
+    Put(u16, Vec<u8>),
+    Delete(u16),
+    Get(u16),
+    Scan(u16, u16, usize),
+    Batch(Vec<(u16, Option<Vec<u8>>)>),
+    Cas(u16, bool, Option<Vec<u8>>),
 }
 
-/// Variable-length keys: `k` repeated 1 to 4 times (distinct for distinct `k`).
-fn key(k: u8) -> Vec<u8> {
-    vec![k; 1 + usize::from(k % 4)]
+/// Variable-length keys of 2 to 4 bytes (distinct for distinct `k`).
+fn key(k: u16) -> Vec<u8> {
+    let mut out = k.to_be_bytes().to_vec();
+    out.resize(2 + usize::from(k % 3), k as u8);
+    out
 }
 
 fn value() -> impl Strategy<Value = Vec<u8>> {
     proptest::collection::vec(any::<u8>(), 0..=4)
 }
 
-fn op(keys: u8) -> impl Strategy<Value = Op> {
+fn op(keys: u16) -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (0..keys, value()).prop_map(|(k, v)| Op::Put(k, v)),
         4 => (0..keys).prop_map(Op::Delete),
@@ -128,19 +130,18 @@ fn run(options: &FdTreeOptions, ops: &[Op]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
     #[test]
     fn random_workloads_match_the_oracle(
         shape in prop_oneof![
-            Just((128u32, 1u64, 2u32)),
-            Just((256, 1, 2)),
-            Just((256, 1, 3)),
-            Just((256, 2, 4)),
-            Just((192, 1, 2)),
+            Just((512u32, 1u64, 2u32)),
+            Just((512, 1, 3)),
+            Just((512, 2, 4)),
+            Just((1024, 1, 2)),
         ],
-        keys in prop_oneof![Just(16u8), Just(60), Just(250)],
-        ops in proptest::collection::vec(op(250), 1..400),
+        keys in prop_oneof![Just(16u16), Just(100), Just(1000)],
+        ops in proptest::collection::vec(op(1000), 1..600),
     ) {
         let (block, kappa0, gamma) = shape;
         let ops: Vec<Op> = ops.into_iter().map(|o| clamp(o, keys)).collect();
@@ -148,8 +149,8 @@ proptest! {
     }
 }
 
-fn clamp(op: Op, keys: u8) -> Op {
-    let c = |k: u8| k % keys;
+fn clamp(op: Op, keys: u16) -> Op {
+    let c = |k: u16| k % keys;
     match op {
         Op::Put(k, v) => Op::Put(c(k), v),
         Op::Delete(k) => Op::Delete(c(k)),
@@ -162,7 +163,7 @@ fn clamp(op: Op, keys: u8) -> Op {
 
 #[test]
 fn all_shapes_are_valid_options() {
-    for (b, k, g) in [(128, 1, 2), (256, 1, 2), (256, 1, 3), (256, 2, 4), (192, 1, 2)] {
+    for (b, k, g) in [(512, 1, 2), (512, 1, 3), (512, 2, 4), (1024, 1, 2)] {
         options(b, k, g).params().unwrap();
     }
 }
@@ -172,12 +173,12 @@ fn all_shapes_are_valid_options() {
 #[test]
 fn workloads_exercise_every_merge_path() {
     let mut runner = proptest::test_runner::TestRunner::deterministic();
-    let ops = proptest::collection::vec(op(120), 3000..3001).new_tree(&mut runner).unwrap();
+    let ops = proptest::collection::vec(op(400), 4000..4001).new_tree(&mut runner).unwrap();
     let ops = proptest::strategy::ValueTree::current(&ops);
     // Grow first, then shrink: a delete-heavy tail makes underflow merges and shrinking.
     let mut ops: Vec<Op> = ops;
-    ops.extend((0..120).map(Op::Delete));
-    let options = options(128, 1, 2);
+    ops.extend((0..400).map(Op::Delete));
+    let options = options(512, 1, 2);
     run(&options, &ops).unwrap();
     let db = FdTree::volatile(&options).unwrap();
     for o in &ops {
@@ -188,8 +189,7 @@ fn workloads_exercise_every_merge_path() {
         }
     }
     let m = db.with_tree(lamina_fdtree::Tree::merge_counts).unwrap();
-    eprintln!("{m:?}");
-    assert!(m.overflow > 100, "{m:?}");
+    assert!(m.overflow > 30, "{m:?}");
     assert!(m.underflow > 0, "{m:?}");
     assert!(m.grew > 2 && m.shrank > 0, "{m:?}");
     assert!(m.levels_skipped > 0 && m.levels_tightened > 0, "{m:?}");

@@ -134,7 +134,7 @@ impl Tree {
     fn load_top(&self, level: &DiskLevel) -> Result<TopLevel> {
         let mut top = TopLevel::new();
         for index in 0..level.blocks {
-            for e in self.store.read(&*level.file, index)?.entries {
+            for e in self.store.read(&*level.file, level.file_id, index)?.entries {
                 top.add_entry(e);
             }
         }
@@ -150,8 +150,8 @@ mod tests {
     fn params() -> Params {
         // kappa_0 = 4, gamma = 4: kappa = 4, 16, 64, 256.
         FdTreeOptions {
-            memory_budget_bytes: 4 * 256,
-            block_bytes: 256,
+            memory_budget_bytes: 4 * 512,
+            block_bytes: 512,
             size_ratio: 4,
             key_bytes_max: 8,
             value_bytes_max: 8,

@@ -56,10 +56,10 @@ mod tests {
     use crate::options::FdTreeOptions;
 
     fn params() -> Params {
-        // kappa_0 = 1 block, gamma = 2; cap_eff = 256 - 16 - 2 * 18 = 204 bytes.
+        // kappa_0 = 1 block, gamma = 2; cap_eff = 512 - 36 - 2 * 18 = 440 bytes.
         FdTreeOptions {
-            memory_budget_bytes: 256,
-            block_bytes: 256,
+            memory_budget_bytes: 512,
+            block_bytes: 512,
             size_ratio: 2,
             key_bytes_max: 8,
             value_bytes_max: 8,
@@ -70,14 +70,14 @@ mod tests {
     }
 
     fn size(label: usize, blocks_data: u64, fence_bytes: u64) -> LevelSize {
-        LevelSize { label, data_bytes: blocks_data * 204, fence_bytes }
+        LevelSize { label, data_bytes: blocks_data * 440, fence_bytes }
     }
 
     #[test]
     fn first_merge_grows_the_tree() {
         let p = params();
         let sizes = [size(0, 2, 0)];
-        assert_eq!(choose_m(&sizes, 1, 2 * 204, &p), 1);
+        assert_eq!(choose_m(&sizes, 1, 2 * 440, &p), 1);
     }
 
     #[test]
@@ -85,22 +85,22 @@ mod tests {
         let p = params();
         // kappa = 1, 2, 4, 8. L_0 over by one block; L_1 has room for it.
         let sizes = [size(0, 1, 20), size(1, 0, 10), size(3, 7, 0)];
-        assert_eq!(u_hat(&sizes, 4, 8 * 204, 1, &p), 2);
-        assert_eq!(choose_m(&sizes, 4, 8 * 204, &p), 1);
+        assert_eq!(u_hat(&sizes, 4, 8 * 440, 1, &p), 2);
+        assert_eq!(choose_m(&sizes, 4, 8 * 440, &p), 1);
         // L_1 full: the merge goes to L_2 (skipped, so it has nothing of its own).
         let sizes = [size(0, 1, 20), size(1, 2, 10), size(3, 7, 0)];
-        assert_eq!(choose_m(&sizes, 4, 8 * 204, &p), 2);
+        assert_eq!(choose_m(&sizes, 4, 8 * 440, &p), 2);
         // Everything full: a full merge that grows the tree (eq. 2, first case).
         let sizes = [size(0, 1, 20), size(1, 2, 10), size(2, 4, 0), size(3, 8, 0)];
-        assert_eq!(choose_m(&sizes, 4, 15 * 204, &p), 4);
+        assert_eq!(choose_m(&sizes, 4, 15 * 440, &p), 4);
         // Deletes cancel most data: the exact live size lets the full merge stay at h - 1.
-        assert_eq!(choose_m(&sizes, 4, 8 * 204, &p), 3);
+        assert_eq!(choose_m(&sizes, 4, 8 * 440, &p), 3);
     }
 
     #[test]
     fn oversized_top_level_skips_to_a_level_large_enough() {
         let p = params();
         let sizes = [size(0, 9, 0)];
-        assert_eq!(choose_m(&sizes, 1, 9 * 204, &p), 4); // kappa_4 = 16 >= 9 > kappa_3 = 8
+        assert_eq!(choose_m(&sizes, 1, 9 * 440, &p), 4); // kappa_4 = 16 >= 9 > kappa_3 = 8
     }
 }

@@ -77,7 +77,7 @@ impl LevelWriter {
 
     fn flush(&mut self, store: &BlockStore) -> Result<()> {
         if self.started() {
-            store.write(&*self.file, self.blocks - 1, &self.current)?;
+            store.write(&*self.file, self.file_id, self.blocks - 1, &self.current)?;
         }
         self.current.clear();
         self.current_bytes = 0;
