@@ -11,6 +11,7 @@ pub mod accounting;
 pub mod backend;
 pub mod device;
 pub mod file;
+pub mod log;
 pub mod memory;
 
 pub use accounting::{AccountingOptions, BLOCK_BYTES_DEFAULT, IoAccounting};
