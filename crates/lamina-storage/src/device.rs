@@ -195,6 +195,20 @@ impl DeviceProfile {
     }
 }
 
+impl std::str::FromStr for DeviceProfile {
+    type Err = Error;
+
+    fn from_str(name: &str) -> Result<Self> {
+        Self::from_name(name)
+    }
+}
+
+impl std::fmt::Display for DeviceProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
 /// Below this, [`emulate_latency`] spins instead of sleeping (sleep overshoots short waits).
 const SPIN_BELOW_NS: u64 = 100_000;
 
@@ -266,5 +280,15 @@ mod tests {
             assert_eq!(DeviceProfile::from_name(name).unwrap().name, name);
         }
         assert_eq!(DeviceProfile::nand_toshiba().access_ns(RandomRead, 0, 0), 0);
+        let parsed: DeviceProfile = "ssd-x25e".parse().unwrap();
+        assert_eq!(parsed.to_string(), "ssd-x25e");
+    }
+
+    #[test]
+    fn emulation_waits_and_returns() {
+        // No assertion on wall time (tests never do); this only exercises both wait paths.
+        emulate_latency(0);
+        emulate_latency(2_000);
+        emulate_latency(SPIN_BELOW_NS + 1_000);
     }
 }

@@ -5,7 +5,9 @@ use std::io::ErrorKind;
 use std::sync::Arc;
 
 use lamina_storage::backend::io_error_kind;
-use lamina_storage::{FileOptions, FileStorage, MemoryStorage, OpenMode, Storage};
+use lamina_storage::{
+    FaultPlan, FaultyStorage, FileOptions, FileStorage, MemoryStorage, OpenMode, Storage,
+};
 
 fn backends() -> Vec<(Arc<dyn Storage>, Option<tempfile::TempDir>)> {
     let buffered = tempfile::tempdir().unwrap();
@@ -13,6 +15,7 @@ fn backends() -> Vec<(Arc<dyn Storage>, Option<tempfile::TempDir>)> {
     let direct_opts = FileOptions { direct_io: true, ..FileOptions::default() };
     vec![
         (Arc::new(MemoryStorage::new()), None),
+        (Arc::new(FaultyStorage::in_memory(FaultPlan::none())), None),
         (
             Arc::new(FileStorage::open_dir(buffered.path(), FileOptions::default()).unwrap()),
             Some(buffered),
@@ -175,4 +178,25 @@ fn modeled_device_time_follows_the_profile() {
     f.read_exact_at(0, &mut [0; 4096]).unwrap(); // random: 0.11 ms
     f.read_exact_at(4096, &mut [0; 4096]).unwrap(); // sequential: 0.28 ms
     assert_eq!(s.io_stats().modeled_device_ns, 140_000 + 8_300_000 + 110_000 + 280_000);
+}
+
+#[test]
+fn emulation_counts_the_same_as_modeling() {
+    use lamina_storage::{AccountingOptions, DeviceProfile};
+    let run = |emulate| {
+        let options = AccountingOptions {
+            device: DeviceProfile::ssd_x25e(),
+            emulate,
+            ..AccountingOptions::default()
+        };
+        let s = MemoryStorage::with_options(options).unwrap();
+        let f = s.open("f", OpenMode::Create).unwrap();
+        f.write_all_at(8192, &[1; 4096]).unwrap();
+        f.read_exact_at(8192, &mut [0; 4096]).unwrap();
+        f.sync_data().unwrap();
+        s.io_stats()
+    };
+    let (modeled, emulated) = (run(false), run(true));
+    assert_eq!(modeled, emulated);
+    assert_eq!(modeled.modeled_device_ns, 300_000 + 75_000);
 }
