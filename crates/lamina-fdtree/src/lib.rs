@@ -8,7 +8,8 @@
 //! - [`tree`]: modification (section 2.2, Algorithm 1) and the counters `N_delta`/`N_nabla`.
 //! - `lookup` (Algorithm 2), `scan`, `merge` (section 2.3), `verify` (I1-I6).
 //! - [`engine`]: [`FdTree`], the `OrderedIndex` with FD+XM (section 3).
-//! - [`manifest`]: the persistent description of the level structure.
+//! - [`manifest`], [`persist`]: the committed description of the tree, checkpoints through
+//!   the superblock, the group-commit log and recovery.
 
 pub mod block;
 pub mod engine;
@@ -18,6 +19,7 @@ mod lookup;
 pub mod manifest;
 pub mod merge;
 pub mod options;
+pub mod persist;
 mod scan;
 pub mod store;
 pub mod top;

@@ -1,36 +1,18 @@
-//! The manifest: the persistent description of the tree (level structure, counters and the
-//! content of `L_0`), written atomically (temporary file, sync, rename, directory sync) at
-//! every checkpoint (`sync` and `close`). Byte layout: `docs/format/fdtree-manifest.md`.
-//!
-//! Crash durability of individual writes needs the group-commit log (not used yet): after a
-//! crash, the tree comes back as of the last checkpoint. Level files replaced by merges after
-//! that checkpoint are kept until the next one, so the checkpointed state stays readable, and
-//! level files a crash left behind (written after the last checkpoint) are removed on open.
-
-use std::collections::BTreeSet;
+//! The manifest: the persistent description of the tree (level structure, counters, where
+//! the snapshot of `L_0` is, and the last log record it reflects), committed through
+//! `lamina_storage::Superblock` after every merge and at close. Byte layout:
+//! `docs/format/fdtree-manifest.md`. Committing and recovering is in `persist.rs`.
 
 use lamina_core::checksum::masked_crc32c;
 use lamina_core::codec::{Decode, DecodeError, Encode, Reader, put_varint};
-use lamina_core::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
-use lamina_core::{Error, Result};
-use lamina_storage::OpenMode;
 
-use crate::entry::Entry;
-use crate::level::{DiskLevel, LevelStats};
-use crate::options::Params;
-use crate::store::BlockStore;
-use crate::top::TopLevel;
-use crate::tree::{Counters, Tree};
+use crate::level::LevelStats;
+use crate::tree::Counters;
 
-/// File name of the manifest.
-pub const MANIFEST_FILE_NAME: &str = "fdtree.manifest";
-const MANIFEST_TMP_NAME: &str = "fdtree.manifest.tmp";
 const MAGIC: u32 = u32::from_le_bytes(*b"FDTM");
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Most levels a manifest may describe.
 const LEVELS_MAX: u64 = 256;
-/// Most `L_0` entries a manifest may hold (bounds decoding of corrupt counts).
-const TOP_ENTRIES_MAX: u64 = 1 << 32;
 
 /// One disk level as recorded in the manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,8 +46,12 @@ pub struct Manifest {
     pub counters: Counters,
     /// Disk levels, top to bottom.
     pub levels: Vec<LevelRecord>,
-    /// `L_0` entries in level order.
-    pub top: Vec<Entry>,
+    /// Level file id of the `L_0` snapshot (0: `L_0` was empty).
+    pub top_file: u32,
+    /// Blocks of the `L_0` snapshot.
+    pub top_blocks: u32,
+    /// Sequence number of the last log record reflected by this state.
+    pub applied_seq: u64,
 }
 
 impl Encode for Manifest {
@@ -107,10 +93,9 @@ impl Manifest {
                 out.extend_from_slice(&v.to_le_bytes());
             }
         }
-        put_varint(out, self.top.len() as u64);
-        for e in &self.top {
-            e.encode_to(out);
-        }
+        out.extend_from_slice(&self.top_file.to_le_bytes());
+        out.extend_from_slice(&self.top_blocks.to_le_bytes());
+        out.extend_from_slice(&self.applied_seq.to_le_bytes());
     }
 }
 
@@ -161,14 +146,9 @@ impl Decode for Manifest {
             };
             levels.push(LevelRecord { label, file_id, blocks, stats });
         }
-        let n = r.varint()?;
-        if n > TOP_ENTRIES_MAX || n > r.remaining() as u64 {
-            return Err(r.error(format!("{n} L_0 entries")));
-        }
-        let mut top = Vec::with_capacity(n as usize);
-        for _ in 0..n {
-            top.push(Entry::decode_from(&mut r, KEY_BYTES_MAX, VALUE_BYTES_MAX)?);
-        }
+        let top_file = r.u32()?;
+        let top_blocks = r.u32()?;
+        let applied_seq = r.u64()?;
         r.finish()?;
         Ok(Manifest {
             block_bytes,
@@ -179,136 +159,16 @@ impl Decode for Manifest {
             next_file_id,
             counters,
             levels,
-            top,
+            top_file,
+            top_blocks,
+            applied_seq,
         })
     }
-}
-
-impl Tree {
-    /// The manifest describing the tree now.
-    pub fn manifest(&self) -> Manifest {
-        Manifest {
-            block_bytes: self.params.block_bytes,
-            size_ratio: self.params.size_ratio as u32,
-            kappa0_blocks: self.params.kappa0_blocks,
-            key_bytes_max: self.params.key_bytes_max as u32,
-            value_bytes_max: self.params.value_bytes_max as u32,
-            next_file_id: self.next_file_id,
-            counters: self.counters,
-            levels: self
-                .levels
-                .iter()
-                .map(|l| LevelRecord {
-                    label: l.label as u64,
-                    file_id: l.file_id,
-                    blocks: l.blocks,
-                    stats: l.stats,
-                })
-                .collect(),
-            top: self.top.entries(),
-        }
-    }
-
-    /// Writes the manifest atomically, then reclaims the level files that only the previous
-    /// manifest referred to.
-    pub fn checkpoint(&mut self) -> Result<()> {
-        let storage = self.store.storage().clone();
-        let bytes = self.manifest().encode();
-        let tmp = storage.open(MANIFEST_TMP_NAME, OpenMode::Create)?;
-        tmp.set_len(0)?;
-        tmp.write_all_at(0, &bytes)?;
-        tmp.sync_data()?;
-        storage.rename(MANIFEST_TMP_NAME, MANIFEST_FILE_NAME)?;
-        storage.sync_dir()?;
-        for id in std::mem::take(&mut self.obsolete_files) {
-            self.store.remove(id)?;
-        }
-        Ok(())
-    }
-
-    /// Opens the tree a manifest describes, or an empty tree if there is none. Level files
-    /// the manifest does not mention (left by a crash) are removed.
-    pub fn open(params: Params, store: BlockStore, persistent: bool) -> Result<Tree> {
-        let storage = store.storage().clone();
-        let mut tree = Tree::new(params, store);
-        tree.obsolete_files = Vec::new();
-        tree.defer_reclaim = persistent;
-        if !persistent || !storage.exists(MANIFEST_FILE_NAME)? {
-            return Ok(tree);
-        }
-        let path = storage.path_of(MANIFEST_FILE_NAME);
-        let bytes = storage.read_all(MANIFEST_FILE_NAME)?;
-        let m = Manifest::decode(&bytes).map_err(|e| e.at(&path, 0))?;
-        let p = &tree.params;
-        if (m.block_bytes, u64::from(m.size_ratio), m.kappa0_blocks)
-            != (p.block_bytes, p.size_ratio, p.kappa0_blocks)
-            || (m.key_bytes_max as usize, m.value_bytes_max as usize)
-                != (p.key_bytes_max, p.value_bytes_max)
-        {
-            return Err(Error::Incompatible {
-                reason: format!(
-                    "the fdtree was created with block_bytes {}, gamma {}, kappa_0 {}, key/value \
-                     limits {}/{}; the options given differ",
-                    m.block_bytes,
-                    m.size_ratio,
-                    m.kappa0_blocks,
-                    m.key_bytes_max,
-                    m.value_bytes_max
-                ),
-            });
-        }
-        let mut known = BTreeSet::new();
-        let mut prev_label = 0;
-        for r in &m.levels {
-            let label = usize::try_from(r.label).unwrap_or(usize::MAX);
-            if label <= prev_label || label > 4096 || r.file_id >= m.next_file_id || r.blocks == 0 {
-                return Err(Error::corruption(&path, 0, format!("bad level record {r:?}")));
-            }
-            prev_label = label;
-            let file = tree.store.open_existing(r.file_id)?;
-            let expected = u64::from(r.blocks) * u64::from(tree.params.block_bytes);
-            if file.len()? != expected {
-                return Err(Error::corruption(
-                    storage.path_of(file.name()),
-                    0,
-                    format!("level file is {} bytes, the manifest says {expected}", file.len()?),
-                ));
-            }
-            known.insert(r.file_id);
-            tree.levels.push(DiskLevel {
-                label,
-                file_id: r.file_id,
-                file,
-                blocks: r.blocks,
-                stats: r.stats,
-            });
-        }
-        let mut top = TopLevel::new();
-        for e in m.top {
-            top.add_entry(e);
-        }
-        tree.top = top;
-        tree.counters = m.counters;
-        tree.next_file_id = m.next_file_id;
-        for name in storage.list()? {
-            if let Some(id) = parse_level_file_name(&name)
-                && !known.contains(&id)
-            {
-                storage.remove(&name)?;
-            }
-        }
-        Ok(tree)
-    }
-}
-
-fn parse_level_file_name(name: &str) -> Option<u32> {
-    name.strip_prefix("fd-")?.strip_suffix(".lvl")?.parse().ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::entry::BlockPtr;
 
     fn sample() -> Manifest {
         Manifest {
@@ -325,10 +185,9 @@ mod tests {
                 blocks: 3,
                 stats: LevelStats { data_bytes: 9, fence_bytes: 8, ..LevelStats::default() },
             }],
-            top: vec![
-                Entry::Fence { key: vec![], ptr: BlockPtr { file: 5, index: 0 } },
-                Entry::Insert { key: b"a".to_vec(), value: b"1".to_vec() },
-            ],
+            top_file: 6,
+            top_blocks: 2,
+            applied_seq: 99,
         }
     }
 
@@ -351,11 +210,5 @@ mod tests {
         for len in 0..bytes.len() {
             assert!(Manifest::decode(&bytes[..len]).is_err());
         }
-    }
-
-    #[test]
-    fn level_file_names_parse() {
-        assert_eq!(parse_level_file_name(&crate::store::level_file_name(42)), Some(42));
-        assert_eq!(parse_level_file_name("fdtree.manifest"), None);
     }
 }

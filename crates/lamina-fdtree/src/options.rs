@@ -13,7 +13,7 @@
 //!   (two consecutive blocks always hold more than `cap_eff` sized bytes).
 
 use lamina_core::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
-use lamina_core::{Error, Result};
+use lamina_core::{Durability, Error, Result};
 
 use crate::block::BLOCK_HEADER_BYTES;
 use crate::entry::{delete_bytes, fence_bytes, insert_bytes};
@@ -47,6 +47,8 @@ pub struct FdTreeOptions {
     pub mode: FcMode,
     /// Run [`crate::FdTree::verify`] after every merge (always on with feature `verify`).
     pub verify_each_merge: bool,
+    /// When a write is durable (persistent trees; see `persist.rs`).
+    pub durability: Durability,
 }
 
 impl Default for FdTreeOptions {
@@ -61,6 +63,7 @@ impl Default for FdTreeOptions {
             value_bytes_max: VALUE_BYTES_MAX,
             mode: FcMode::Xm,
             verify_each_merge: cfg!(feature = "verify"),
+            durability: Durability::Sync,
         }
     }
 }
@@ -98,6 +101,7 @@ pub struct Params {
 impl FdTreeOptions {
     /// Checks the options and derives the sizing parameters.
     pub fn params(&self) -> Result<Params> {
+        self.durability.validate()?;
         if self.mode != FcMode::Xm {
             return Err(Error::Unsupported {
                 what: format!("fdtree mode {:?} (only Xm is implemented so far)", self.mode),

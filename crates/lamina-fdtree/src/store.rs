@@ -20,6 +20,21 @@ pub fn level_file_name(id: u32) -> String {
     format!("fd-{id:08}.lvl")
 }
 
+/// Name of `L_0` snapshot file `id` (same block format, see `persist.rs`).
+pub fn snapshot_file_name(id: u32) -> String {
+    format!("fd-{id:08}.top")
+}
+
+/// The id of a level or snapshot file name.
+pub fn parse_file_name(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("fd-")?;
+    let id = rest.strip_suffix(".lvl").or_else(|| rest.strip_suffix(".top"))?;
+    if id.len() != 8 {
+        return None;
+    }
+    id.parse().ok()
+}
+
 /// Reads and writes level blocks.
 #[derive(Debug, Clone)]
 pub struct BlockStore {
@@ -50,14 +65,27 @@ impl BlockStore {
         self.storage.open(&level_file_name(id), OpenMode::CreateNew)
     }
 
-    /// Opens existing level file `id`.
-    pub fn open_existing(&self, id: u32) -> Result<Arc<dyn StorageFile>> {
-        self.storage.open(&level_file_name(id), OpenMode::Existing)
+    /// Creates snapshot file `id` (it must not exist).
+    pub fn create_snapshot(&self, id: u32) -> Result<Arc<dyn StorageFile>> {
+        self.storage.open(&snapshot_file_name(id), OpenMode::CreateNew)
     }
 
-    /// Removes level file `id`.
+    /// Opens existing level or snapshot file `id`.
+    pub fn open_existing(&self, id: u32) -> Result<Arc<dyn StorageFile>> {
+        let name = level_file_name(id);
+        if self.storage.exists(&name)? {
+            return self.storage.open(&name, OpenMode::Existing);
+        }
+        self.storage.open(&snapshot_file_name(id), OpenMode::Existing)
+    }
+
+    /// Removes level or snapshot file `id`.
     pub fn remove(&self, id: u32) -> Result<()> {
-        self.storage.remove(&level_file_name(id))
+        let name = level_file_name(id);
+        if self.storage.exists(&name)? {
+            return self.storage.remove(&name);
+        }
+        self.storage.remove(&snapshot_file_name(id))
     }
 
     /// Writes block `index` of level file `file_id`.
@@ -96,5 +124,18 @@ impl BlockStore {
             u64::from(index) * self.block_bytes as u64,
             reason,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_parse() {
+        assert_eq!(parse_file_name(&level_file_name(42)), Some(42));
+        assert_eq!(parse_file_name(&snapshot_file_name(7)), Some(7));
+        assert_eq!(parse_file_name("fdtree.super"), None);
+        assert_eq!(parse_file_name("fd-1.lvl"), None);
     }
 }

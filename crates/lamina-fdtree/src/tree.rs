@@ -93,11 +93,13 @@ pub struct Tree {
     pub(crate) counters: Counters,
     pub(crate) next_file_id: u32,
     pub(crate) merges: MergeCounts,
-    /// Keep replaced level files until the next checkpoint (persistent trees), so that the
-    /// last manifest stays readable after a crash.
-    pub(crate) defer_reclaim: bool,
-    /// Level files replaced since the last checkpoint, removed by the next one.
+    /// Level files replaced since the last checkpoint, removed by the next one (persistent
+    /// trees keep them so the committed state stays readable after a crash).
     pub(crate) obsolete_files: Vec<u32>,
+    /// Superblock and log of a persistent tree.
+    pub(crate) persist: Option<crate::persist::Persist>,
+    /// Sequence number of the last log record applied.
+    pub(crate) applied_seq: u64,
     pub(crate) last_merge: Option<MergeReport>,
 }
 
@@ -112,8 +114,9 @@ impl Tree {
             counters: Counters::default(),
             next_file_id: 1,
             merges: MergeCounts::default(),
-            defer_reclaim: false,
             obsolete_files: Vec::new(),
+            persist: None,
+            applied_seq: 0,
             last_merge: None,
         }
     }
@@ -208,7 +211,7 @@ impl Tree {
     }
 
     /// The put of section 2.2 on `L_0` only, without running merges.
-    pub(crate) fn apply_put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+    pub fn apply_put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         // Deletion part: removes a visible record (an insert in L_0, or a delete entry that
         // cancels the one below). Then the insertion part adds the new insert entry.
         let mut slot = self.delete_visible(key)?.unwrap_or_default();
@@ -220,7 +223,7 @@ impl Tree {
     }
 
     /// The delete of section 2.2 on `L_0` only, without running merges.
-    pub(crate) fn apply_delete(&mut self, key: &[u8]) -> Result<bool> {
+    pub fn apply_delete(&mut self, key: &[u8]) -> Result<bool> {
         let before = self.counters;
         let slot = self.delete_visible(key)?;
         let existed = self.counters != before;
@@ -253,11 +256,12 @@ impl Tree {
         }
     }
 
-    /// Runs the merges section 2.2 triggers, then verifies (if configured). The underflow
+    /// Runs the merges section 2.2 triggers, then verifies (if configured) and checkpoints
+    /// a persistent tree (`persist.rs`). The underflow
     /// check comes first: its full merge also empties `L_0`, and an overflow merge never
     /// raises `N_nabla / N_delta` (it removes cancelled pairs), so checking (I6) first avoids
     /// an overflow merge right before a full one without changing the invariants kept.
-    pub(crate) fn run_triggered_merges(&mut self) -> Result<()> {
+    pub fn run_triggered_merges(&mut self) -> Result<()> {
         let mut merged = false;
         if self.counters.underflows() {
             self.merge_unverified(Trigger::Underflow)?;
@@ -269,6 +273,7 @@ impl Tree {
         }
         if merged {
             self.verify_if_configured()?;
+            self.checkpoint()?;
         }
         Ok(())
     }

@@ -278,7 +278,12 @@ fn close_and_reopen_keep_the_structure_and_reclaim_space() {
     let db = FdTree::open(storage.clone(), &options).unwrap();
     db.verify().unwrap();
     assert_eq!(db.with_tree(lamina_fdtree::Tree::materialized_labels).unwrap(), labels);
-    let level_files = storage.list().unwrap().into_iter().filter(|n| n.starts_with("fd-")).count();
+    let level_files = storage
+        .list()
+        .unwrap()
+        .into_iter()
+        .filter(|n| std::path::Path::new(n).extension().is_some_and(|e| e == "lvl"))
+        .count();
     assert_eq!(level_files, labels.len() - 1, "replaced level files were not reclaimed");
     for k in 0..800u64 {
         let expect = (k % 3 != 0).then(|| k.to_le_bytes().to_vec());

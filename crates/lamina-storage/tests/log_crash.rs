@@ -14,7 +14,7 @@ use lamina_core::{BatchOp, Durability, Error, Result};
 use lamina_storage::crash_points::for_each_crash_point;
 use lamina_storage::log::{Log, LogOptions, Retention, SeqNo};
 use lamina_storage::{FaultPlan, Storage};
-use log_support::{Model, key, record_ops, open_with_model, small_options, small_ring, value};
+use log_support::{Model, key, open_with_model, record_ops, small_options, small_ring, value};
 use parking_lot::Mutex;
 
 /// Writes acknowledged (with their sequence numbers), and the writes in flight when the
@@ -117,9 +117,14 @@ fn check(
     let mut in_flight = Vec::new();
     for (seq, ops) in &recovered {
         match acked.get(seq) {
-            Some(acked_ops) => assert_eq!(acked_ops, ops, "record {seq} changed (crash op {crash_op})"),
+            Some(acked_ops) => {
+                assert_eq!(acked_ops, ops, "record {seq} changed (crash op {crash_op})")
+            }
             None => {
-                assert!(*seq > acked_max, "unacknowledged record {seq} before acknowledged {acked_max}");
+                assert!(
+                    *seq > acked_max,
+                    "unacknowledged record {seq} before acknowledged {acked_max}"
+                );
                 assert!(history.in_flight.contains(ops), "record {seq} was never written: {ops:?}");
                 in_flight.push((*seq, ops.clone()));
             }

@@ -115,10 +115,11 @@ impl Tree {
         }
         // Reclaim the replaced levels. The tree no longer refers to them; a failure leaks
         // a file but leaves the tree consistent, and is reported.
-        if self.defer_reclaim {
+        let defer = self.persist.is_some();
+        if defer {
             self.obsolete_files.extend(old_merged.iter().map(|l| l.file_id));
         }
-        let reclaim_now = if self.defer_reclaim { &[][..] } else { &old_merged[..] };
+        let reclaim_now = if defer { &[][..] } else { &old_merged[..] };
         let mut first_err = Ok(());
         for l in dropped_new.iter().chain(reclaim_now) {
             if let Err(e) = self.store.remove(l.file_id)
