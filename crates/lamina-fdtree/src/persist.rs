@@ -175,10 +175,23 @@ impl Tree {
     }
 
     fn checkpoint_with(&mut self, persist: &mut Persist) -> Result<()> {
+        // The log must keep numbering after the committed state: make the records it reflects
+        // durable first, or a crash could restart the log below `applied_seq` and later
+        // records would be skipped by replay.
+        if let Some(log) = &persist.log {
+            log.sync()?;
+        }
         let entries = self.top.entries();
         let new_top = if entries.is_empty() { None } else { Some(self.write_snapshot(&entries)?) };
         let (id, blocks) = new_top.unwrap_or((0, 0));
-        if let Err(e) = persist.superblock.commit(&self.manifest(id, blocks).encode()) {
+        // The names of the new level files and of the snapshot must be durable before the
+        // manifest that refers to them (their contents were synced when written).
+        let committed = self
+            .store
+            .storage()
+            .sync_dir()
+            .and_then(|()| persist.superblock.commit(&self.manifest(id, blocks).encode()));
+        if let Err(e) = committed {
             if new_top.is_some() {
                 let _ = self.store.remove(id); // never committed; the error is what matters
             }
