@@ -45,7 +45,7 @@ fn readers_writers_and_merges() {
                         assert!(version >= *last, "value of {k:?} went back");
                         *last = version;
                     }
-                    if checks % 50 == 0 {
+                    if checks.is_multiple_of(50) {
                         let page = db.scan(&KeyRange::all(), 200).unwrap();
                         assert!(page.windows(2).all(|w| w[0].0 < w[1].0), "scan out of order");
                     }
