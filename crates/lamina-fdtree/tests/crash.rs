@@ -182,7 +182,7 @@ fn file_backend_persists_across_reopen() {
     db.verify().unwrap();
     let all = dump(&db);
     assert_eq!(all.len(), 90);
-    assert_eq!(all.get(&7u64.to_be_bytes().to_vec()), Some(&7u64.to_le_bytes().to_vec()));
+    assert_eq!(all.get(7u64.to_be_bytes().as_slice()), Some(&7u64.to_le_bytes().to_vec()));
     // Reopen without close: everything was acknowledged under Sync, so it is all there.
     db.put(b"late", b"v").unwrap();
     drop(db);
