@@ -12,10 +12,14 @@
 //! - [`log`]: the group-commit log (coalesced cyclic log of the SIGMOD 2011 contest paper).
 //! - [`faulty`], [`fault_plan`], [`crash_points`]: the fault-injecting backend, its seeded
 //!   plan, and the crash-at-every-operation test loop.
+//! - [`cache`]: the block cache (byte budget, scan-resistant CLOCK, pins, per-block latches).
+//! - [`pmem`]: the persistent-memory region (mmap and simulated crash image), persistent
+//!   pointers and the leak-free allocator of FPTree section 2.
 
 pub mod accounting;
 pub mod backend;
 pub mod block;
+pub mod cache;
 pub mod crash_points;
 pub mod device;
 pub mod fault_plan;
@@ -24,6 +28,7 @@ pub mod file;
 pub mod freelist;
 pub mod log;
 pub mod memory;
+pub mod pmem;
 pub mod superblock;
 
 pub use accounting::{AccountingOptions, BLOCK_BYTES_DEFAULT, IoAccounting};
