@@ -104,6 +104,26 @@ impl Block {
         Block::decode_payload(&raw.payload, limits.0, limits.1).map_err(|e| e.at(path, offset))
     }
 
+    /// Reads the raw payload of block `index` of level file `file_id` (checked by the
+    /// storage block format, not decoded).
+    pub fn read_payload(
+        file: &dyn StorageFile,
+        path: &Path,
+        block_bytes: usize,
+        file_id: u32,
+        index: u32,
+    ) -> Result<Vec<u8>> {
+        let raw = sblock::read_block(
+            file,
+            path,
+            block_bytes,
+            LEVEL_BLOCK_TYPE,
+            u64::from(file_id),
+            u64::from(index),
+        )?;
+        Ok(raw.payload)
+    }
+
     /// The fence with the largest key `<= key` (Algorithm 2, line 10).
     pub fn fence_at_or_before(&self, key: &[u8]) -> Option<&Entry> {
         let end = self.entries.partition_point(|e| e.key() <= key);

@@ -44,9 +44,9 @@ pub enum Entry {
     },
 }
 
-const KIND_FENCE: u8 = 1;
-const KIND_DELETE: u8 = 2;
-const KIND_INSERT: u8 = 3;
+pub(crate) const KIND_FENCE: u8 = 1;
+pub(crate) const KIND_DELETE: u8 = 2;
+pub(crate) const KIND_INSERT: u8 = 3;
 
 /// Encoded size of a fence with a `key_len`-byte key.
 pub fn fence_bytes(key_len: usize) -> usize {

@@ -81,8 +81,24 @@ impl DiskLevel {
         BlockPtr { file: self.file_id, index }
     }
 
+    /// Probes block `ptr` (which a fence claims is in this level) for `key`.
+    pub fn probe(
+        &self,
+        store: &BlockStore,
+        ptr: BlockPtr,
+        key: &[u8],
+    ) -> Result<crate::probe::Probe> {
+        self.check_ptr(store, ptr)?;
+        store.probe(&*self.file, self.file_id, ptr.index, key)
+    }
+
     /// Reads block `ptr`, which a fence claims is in this level.
     pub fn read(&self, store: &BlockStore, ptr: BlockPtr) -> Result<Block> {
+        self.check_ptr(store, ptr)?;
+        store.read(&*self.file, self.file_id, ptr.index)
+    }
+
+    fn check_ptr(&self, store: &BlockStore, ptr: BlockPtr) -> Result<()> {
         if ptr.file != self.file_id || ptr.index >= self.blocks {
             return Err(store.corruption(
                 &*self.file,
@@ -93,7 +109,7 @@ impl DiskLevel {
                 ),
             ));
         }
-        store.read(&*self.file, self.file_id, ptr.index)
+        Ok(())
     }
 }
 

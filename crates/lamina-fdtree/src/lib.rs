@@ -20,6 +20,7 @@ pub mod manifest;
 pub mod merge;
 pub mod options;
 pub mod persist;
+pub mod probe;
 mod scan;
 pub mod store;
 pub mod top;

@@ -5,7 +5,7 @@
 
 use lamina_core::Result;
 
-use crate::entry::Entry;
+use crate::probe::DataHit;
 use crate::tree::Tree;
 
 impl Tree {
@@ -23,30 +23,20 @@ impl Tree {
         };
         let last = self.levels.len().saturating_sub(1);
         for (i, level) in self.levels.iter().enumerate() {
-            let block = level.read(&self.store, ptr)?;
-            let data = block.data_for(key);
-            if let Some(first) = data.first() {
-                return Ok(match data.last() {
-                    Some(Entry::Insert { value, .. }) => Some(value.clone()),
-                    _ => {
-                        debug_assert!(matches!(first, Entry::Delete { .. }));
-                        None
-                    }
-                });
+            let probe = level.probe(&self.store, ptr, key)?;
+            match probe.data {
+                DataHit::Insert(value) => return Ok(Some(value)),
+                DataHit::Delete => return Ok(None),
+                DataHit::None if i == last => return Ok(None), // case 1 in the bottom level
+                DataHit::None => {}
             }
-            if i == last {
-                return Ok(None); // case 1 in the bottom level
-            }
-            match block.fence_at_or_before(key) {
-                Some(Entry::Fence { ptr: next, .. }) => ptr = *next,
-                _ => {
-                    return Err(self.store.corruption(
-                        &*level.file,
-                        ptr.index,
-                        "block of a non-bottom level has no fence (I2)",
-                    ));
-                }
-            }
+            ptr = probe.fence.ok_or_else(|| {
+                self.store.corruption(
+                    &*level.file,
+                    ptr.index,
+                    "block of a non-bottom level has no fence <= the key (I2)",
+                )
+            })?;
         }
         Ok(None)
     }

@@ -107,6 +107,23 @@ impl BlockStore {
         Block::read(file, &path, self.block_bytes, file_id, index, limits)
     }
 
+    /// Runs Algorithm 2 on block `index` of level file `file_id` for `key`: one read call,
+    /// no decoding into owned entries.
+    pub fn probe(
+        &self,
+        file: &dyn StorageFile,
+        file_id: u32,
+        index: u32,
+        key: &[u8],
+    ) -> Result<crate::probe::Probe> {
+        let path = self.storage.path_of(file.name());
+        let payload = Block::read_payload(file, &path, self.block_bytes, file_id, index)?;
+        crate::probe::probe(&payload, key, self.key_bytes_max, self.value_bytes_max).map_err(|e| {
+            let header = lamina_storage::block::BLOCK_HEADER_BYTES as u64;
+            e.at(&path, u64::from(index) * self.block_bytes as u64 + header)
+        })
+    }
+
     /// Makes a level file durable.
     pub fn sync(&self, file: &dyn StorageFile) -> Result<()> {
         file.sync_data()
