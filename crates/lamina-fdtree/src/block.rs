@@ -34,12 +34,7 @@ impl Block {
 
     /// The storage payload: count, then entries.
     pub fn encode_payload(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(4 + self.payload_len());
-        out.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
-        for e in &self.entries {
-            e.encode_to(&mut out);
-        }
-        out
+        encode_entries(&self.entries)
     }
 
     /// Decodes a payload; checks entry encodings and their order.
@@ -73,14 +68,7 @@ impl Block {
         file_id: u32,
         index: u32,
     ) -> Result<()> {
-        let block = sblock::Block::new(
-            block_bytes,
-            LEVEL_BLOCK_TYPE,
-            u64::from(file_id),
-            u64::from(index),
-            self.encode_payload(),
-        )?;
-        sblock::write_block(file, &block)
+        write_entries(file, block_bytes, file_id, index, &self.entries)
     }
 
     /// Reads block `index` of level file `file_id`; corruption names `path` and the offset.
@@ -138,6 +126,35 @@ impl Block {
         let first_data = group.iter().position(Entry::is_data).unwrap_or(group.len());
         &group[first_data..]
     }
+}
+
+/// The payload of a block holding `entries`: count, then entries.
+pub fn encode_entries(entries: &[Entry]) -> Vec<u8> {
+    let len: usize = entries.iter().map(Entry::encoded_len).sum();
+    let mut out = Vec::with_capacity(4 + len);
+    out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    for e in entries {
+        e.encode_to(&mut out);
+    }
+    out
+}
+
+/// Writes `entries` as block `index` of level file `file_id`.
+pub fn write_entries(
+    file: &dyn StorageFile,
+    block_bytes: usize,
+    file_id: u32,
+    index: u32,
+    entries: &[Entry],
+) -> Result<()> {
+    let block = sblock::Block::new(
+        block_bytes,
+        LEVEL_BLOCK_TYPE,
+        u64::from(file_id),
+        u64::from(index),
+        encode_entries(entries),
+    )?;
+    sblock::write_block(file, &block)
 }
 
 #[cfg(test)]

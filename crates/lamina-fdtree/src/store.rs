@@ -96,8 +96,7 @@ impl BlockStore {
         index: u32,
         entries: &[Entry],
     ) -> Result<()> {
-        let block = Block { entries: entries.to_vec() };
-        block.write(file, self.block_bytes, file_id, index)
+        crate::block::write_entries(file, self.block_bytes, file_id, index, entries)
     }
 
     /// Reads and decodes block `index` of level file `file_id`: one read call.

@@ -174,7 +174,7 @@ impl Tree {
         }
         let mut cancelled = 0;
         for (key, per_level) in &by_key {
-            let net = coalesce(key, per_level.iter().rev().map(Vec::as_slice))
+            let net = coalesce(key, per_level.iter().rev().cloned())
                 .map_err(|r| violation(format!("key {key:?}: {r}")))?;
             if net.delete {
                 return Err(violation(format!("key {key:?}: a delete cancels nothing (A.1)")));

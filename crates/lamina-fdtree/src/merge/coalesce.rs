@@ -18,20 +18,21 @@ pub struct Net {
 }
 
 impl Net {
-    /// The entries to write, in level order.
-    pub fn entries(&self, key: &[u8]) -> impl Iterator<Item = Entry> {
+    /// The entries to write, in level order (the value moves).
+    pub fn into_entries(self, key: &[u8]) -> impl Iterator<Item = Entry> {
         let d = self.delete.then(|| Entry::Delete { key: key.to_vec() });
-        let i = self.insert.clone().map(|value| Entry::Insert { key: key.to_vec(), value });
+        let i = self.insert.map(|value| Entry::Insert { key: key.to_vec(), value });
         d.into_iter().chain(i)
     }
 }
 
 /// Coalesces the data entries of `key`, given level by level from the deepest merged level
-/// up to `L_0`. An impossible sequence (two inserts without a delete between them, or a
-/// delete with nothing to cancel) is reported as an error: it means corrupt levels.
-pub fn coalesce<'a>(
+/// up to `L_0` (consumed: values move into the result). An impossible sequence (two inserts
+/// without a delete between them, or a delete with nothing to cancel) is reported as an
+/// error: it means corrupt levels.
+pub fn coalesce<L: IntoIterator<Item = Entry>>(
     key: &[u8],
-    levels_deepest_first: impl IntoIterator<Item = &'a [Entry]>,
+    levels_deepest_first: impl IntoIterator<Item = L>,
 ) -> Result<Net, &'static str> {
     let mut net = Net::default();
     for level in levels_deepest_first {
@@ -51,7 +52,7 @@ pub fn coalesce<'a>(
                     if net.insert.is_some() {
                         return Err("two insert entries for one key with no delete between");
                     }
-                    net.insert = Some(value.clone());
+                    net.insert = Some(value);
                 }
                 Entry::Fence { .. } => {}
             }
@@ -73,20 +74,20 @@ mod tests {
 
     #[test]
     fn the_four_cases() {
-        let n = coalesce(b"k", [&[i(b"a")][..], &[d(), i(b"b")][..]]).unwrap();
+        let n = coalesce(b"k", [vec![i(b"a")], vec![d(), i(b"b")]]).unwrap();
         assert_eq!((n.delete, n.insert.as_deref(), n.cancellations), (false, Some(&b"b"[..]), 1));
-        let n = coalesce(b"k", [&[d()][..], &[i(b"b")][..]]).unwrap();
+        let n = coalesce(b"k", [vec![d()], vec![i(b"b")]]).unwrap();
         assert_eq!((n.delete, n.insert.as_deref(), n.cancellations), (true, Some(&b"b"[..]), 0));
-        let n = coalesce(b"k", [&[i(b"a")][..], &[d()][..]]).unwrap();
+        let n = coalesce(b"k", [vec![i(b"a")], vec![d()]]).unwrap();
         assert_eq!((n.delete, n.insert.is_none(), n.cancellations), (false, true, 1));
         assert_eq!(n.cancelled_bytes, insert_bytes(1, 1) as u64);
-        let n = coalesce(b"k", [&[][..], &[d()][..]]).unwrap();
+        let n = coalesce(b"k", [vec![], vec![d()]]).unwrap();
         assert!(n.delete && n.insert.is_none());
     }
 
     #[test]
     fn impossible_sequences_are_errors() {
-        assert!(coalesce(b"k", [&[i(b"a")][..], &[i(b"b")][..]]).is_err());
-        assert!(coalesce(b"k", [&[d()][..], &[d()][..]]).is_err());
+        assert!(coalesce(b"k", [vec![i(b"a")], vec![i(b"b")]]).is_err());
+        assert!(coalesce(b"k", [vec![d()], vec![d()]]).is_err());
     }
 }

@@ -184,7 +184,6 @@ impl Tree {
             let Some(key) = key else { break };
             let mut f = None;
             for (idx, s) in sources.iter_mut().enumerate() {
-                group[idx].clear();
                 while s.peek()?.is_some_and(|e| e.key() == key.as_slice()) {
                     match s.next_entry()?.expect("peeked") {
                         // Fences of upper merged levels point into the merged levels: dropped.
@@ -194,7 +193,7 @@ impl Tree {
                     }
                 }
             }
-            let net = coalesce(&key, group.iter().rev().map(Vec::as_slice))
+            let net = coalesce(&key, group.iter_mut().rev().map(std::mem::take))
                 .map_err(|r| corrupt(format!("{r} (key {key:?})")))?;
             if full && net.delete {
                 return Err(corrupt(format!(
@@ -220,7 +219,7 @@ impl Tree {
                     records.push(Entry::Fence { key: key.clone(), ptr });
                 }
             }
-            records.extend(net.entries(&key));
+            records.extend(net.into_entries(&key));
             if !records.is_empty() {
                 b.append(&key, records)?;
             }
