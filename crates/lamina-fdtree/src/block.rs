@@ -8,7 +8,8 @@
 use std::path::Path;
 
 use lamina_core::Result;
-use lamina_core::codec::{DecodeError, Reader};
+use lamina_core::codec::{Decode, DecodeError, Encode, Reader};
+use lamina_core::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 use lamina_storage::StorageFile;
 use lamina_storage::block::{self as sblock, BlockType};
 
@@ -128,6 +129,24 @@ impl Block {
     }
 }
 
+/// The payload codec (entry count, then entries), for tools that read blocks without a
+/// tree's limits; the tree itself decodes with its configured key and value limits.
+impl Encode for Block {
+    fn encoded_len(&self) -> usize {
+        4 + self.payload_len()
+    }
+
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&encode_entries(&self.entries));
+    }
+}
+
+impl Decode for Block {
+    fn decode(input: &[u8]) -> Result<Self, DecodeError> {
+        Block::decode_payload(input, KEY_BYTES_MAX, VALUE_BYTES_MAX)
+    }
+}
+
 /// The payload of a block holding `entries`: count, then entries.
 pub fn encode_entries(entries: &[Entry]) -> Vec<u8> {
     let len: usize = entries.iter().map(Entry::encoded_len).sum();
@@ -211,6 +230,20 @@ mod tests {
             f.write_all_at(0, &bad).unwrap();
             assert!(Block::read(&*f, Path::new("x"), 512, 1, 0, (16, 16)).is_err(), "bit {i}");
         }
+    }
+
+    #[test]
+    fn payload_codec_roundtrips_and_refuses_damage() {
+        let b = sample();
+        let bytes = b.encode();
+        assert_eq!(bytes.len(), b.encoded_len());
+        assert_eq!(Block::decode(&bytes).unwrap(), b);
+        for len in 0..bytes.len() {
+            assert!(Block::decode(&bytes[..len]).is_err(), "truncated to {len}");
+        }
+        let mut extra = bytes.clone();
+        extra.push(0);
+        assert!(Block::decode(&extra).is_err());
     }
 
     #[test]

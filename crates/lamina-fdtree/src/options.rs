@@ -74,8 +74,6 @@ pub const BLOCK_BYTES_MIN: u32 = lamina_storage::block::BLOCK_BYTES_MIN as u32;
 pub const BLOCK_BYTES_MAX: u32 = 1 << 20;
 /// Largest `gamma` accepted.
 pub const SIZE_RATIO_MAX: u32 = 1024;
-/// Most levels a tree may have (`kappa_i` must stay representable).
-pub const LEVELS_MAX: usize = 40;
 
 /// Sizing parameters derived from validated options.
 #[derive(Debug, Clone, PartialEq, Eq)]
