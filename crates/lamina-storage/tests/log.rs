@@ -169,7 +169,9 @@ fn cyclic_log_full_of_live_records_is_no_space_and_loses_nothing() {
 
 #[test]
 fn buffered_and_none_durability_persist_on_sync_and_close() {
-    for durability in [Durability::Buffered { max_delay: Duration::from_millis(5) }, Durability::None] {
+    for durability in
+        [Durability::Buffered { max_delay: Duration::from_millis(5) }, Durability::None]
+    {
         let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
         let options = small_options(Retention::Truncate { segment_bytes: 1 << 20 }, durability);
         let log = Log::open(storage.clone(), options.clone(), |_| {}).unwrap();
@@ -192,7 +194,9 @@ fn oversized_input_is_refused_and_changes_nothing() {
     let options = small_options(Retention::Truncate { segment_bytes: 1 << 20 }, Durability::Sync);
     let log = Log::open(storage.clone(), options.clone(), |_| {}).unwrap();
     let long_key = vec![1u8; 1025];
-    assert!(log.append(LogOp::Put { key: &long_key, value: b"" }).unwrap_err().is_invalid_argument());
+    assert!(
+        log.append(LogOp::Put { key: &long_key, value: b"" }).unwrap_err().is_invalid_argument()
+    );
     assert!(log.append(LogOp::Delete { key: b"" }).unwrap_err().is_invalid_argument());
     let mut batch = WriteBatch::new();
     for i in 0..40u64 {
@@ -213,14 +217,19 @@ fn foreign_or_future_files_are_incompatible() {
     let file = storage.open("wal-0000000000000000.seg", OpenMode::Create).unwrap();
     file.write_all_at(0, &vec![b'x'; 8192]).unwrap();
     let err = Log::open(storage, options.clone(), |_| {}).unwrap_err();
-    assert!(matches!(err, Error::Incompatible { .. }) && err.to_string().contains("not a lamina log"));
+    assert!(
+        matches!(err, Error::Incompatible { .. }) && err.to_string().contains("not a lamina log")
+    );
     // A future format version.
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     Log::open(storage.clone(), options.clone(), |_| {}).unwrap().close().unwrap();
     let file = storage.open("wal-0000000000000000.seg", OpenMode::Existing).unwrap();
     file.write_all_at(8, &7u32.to_le_bytes()).unwrap();
     let err = Log::open(storage.clone(), options.clone(), |_| {}).unwrap_err();
-    assert!(matches!(err, Error::Incompatible { .. }) && err.to_string().contains("version 7"), "{err}");
+    assert!(
+        matches!(err, Error::Incompatible { .. }) && err.to_string().contains("version 7"),
+        "{err}"
+    );
     // The wrong retention mode.
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     Log::open(storage.clone(), options.clone(), |_| {}).unwrap().close().unwrap();
@@ -267,7 +276,10 @@ fn corrupt_middle_and_tail(retention: Retention, file_name: &str) {
 
 #[test]
 fn torn_tail_is_dropped_and_bad_middle_chunk_is_corruption() {
-    corrupt_middle_and_tail(Retention::Truncate { segment_bytes: 1 << 20 }, "wal-0000000000000000.seg");
+    corrupt_middle_and_tail(
+        Retention::Truncate { segment_bytes: 1 << 20 },
+        "wal-0000000000000000.seg",
+    );
     corrupt_middle_and_tail(small_ring(), "wal.ring");
 }
 

@@ -296,7 +296,8 @@ mod tests {
 
     #[test]
     fn corrupt_records_are_refused() {
-        let record = Record { seq: 5, op: RecordOp::Put { key: b"k".to_vec(), value: b"v".to_vec() } };
+        let record =
+            Record { seq: 5, op: RecordOp::Put { key: b"k".to_vec(), value: b"v".to_vec() } };
         let bytes = record.encode();
         // Unknown kind.
         let mut bad = bytes.clone();

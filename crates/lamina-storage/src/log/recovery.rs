@@ -59,12 +59,15 @@ pub(crate) fn open_sink(storage: &Arc<dyn Storage>, options: &LogOptions) -> Res
     let prefix = &options.file_prefix;
     let names = storage.list()?;
     // Leftovers of a file creation interrupted by a crash: never renamed, never used.
+    let ring = ring_name(prefix);
     for name in &names {
-        if name.starts_with(prefix.as_str()) && name.ends_with(".tmp") {
+        let ours = name
+            .strip_suffix(".tmp")
+            .is_some_and(|base| base == ring || parse_segment_name(prefix, base).is_some());
+        if ours {
             storage.remove(name)?;
         }
     }
-    let ring = ring_name(prefix);
     let has_ring = names.contains(&ring);
     let mut segments: Vec<(u64, String)> = names
         .iter()
@@ -88,8 +91,12 @@ pub(crate) fn open_sink(storage: &Arc<dyn Storage>, options: &LogOptions) -> Res
                 capacity_bytes,
                 seq_floor: 0,
             };
-            let file =
-                create_log_file(storage.as_ref(), &ring, &header, FILE_HEADER_BYTES + capacity_bytes)?;
+            let file = create_log_file(
+                storage.as_ref(),
+                &ring,
+                &header,
+                FILE_HEADER_BYTES + capacity_bytes,
+            )?;
             let path = storage.path_of(&ring);
             let payload_max = options.chunk_payload_max();
             let ring =
@@ -220,7 +227,8 @@ fn recover_ring(storage: &dyn Storage, name: &str, options: &LogOptions) -> Resu
     let offset_of = |pos: u64| FILE_HEADER_BYTES + pos % capacity;
     let payload_max = options.chunk_payload_max().max(header_payload_max(&found));
     let Some(&(newest, _)) = found.iter().max_by_key(|(c, _)| c.pos) else {
-        let ring = Ring::new(file, path, header.log_id, capacity, payload_max, 0, 0, VecDeque::new());
+        let ring =
+            Ring::new(file, path, header.log_id, capacity, payload_max, 0, 0, VecDeque::new());
         return Ok(Opened {
             sink: Sink::Ring(Box::new(ring)),
             records: Vec::new(),
@@ -251,7 +259,11 @@ fn recover_ring(storage: &dyn Storage, name: &str, options: &LogOptions) -> Resu
             return Err(Error::corruption(&path, offset, "chunk changed during recovery"));
         };
         records.extend(decode_payload(&payload, &path, offset)?);
-        spans.push_back(Span { pos: chunk.pos, len: chunk.chunk_len(), payload_len: chunk.payload_len });
+        spans.push_back(Span {
+            pos: chunk.pos,
+            len: chunk.chunk_len(),
+            payload_len: chunk.payload_len,
+        });
         expected = chunk.end();
     }
     assert_eq!(expected, end, "window must end with the newest chunk");
@@ -293,7 +305,11 @@ fn recover_segments(
             });
         }
         if i > 0 && header.base_pos != head {
-            return Err(Error::corruption(&path, 0, format!("segment starts at {} not {head}", header.base_pos)));
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("segment starts at {} not {head}", header.base_pos),
+            ));
         }
         segment_bytes = header.capacity_bytes;
         seq_hi = seq_hi.max(header.seq_floor);
@@ -310,7 +326,9 @@ fn recover_segments(
                     expected = chunk.end();
                 }
                 _ => {
-                    if !last || valid_chunk_after(file.as_ref(), offset, limit, header.log_id, expected)? {
+                    if !last
+                        || valid_chunk_after(file.as_ref(), offset, limit, header.log_id, expected)?
+                    {
                         return Err(Error::corruption(
                             &path,
                             offset,
@@ -339,9 +357,19 @@ fn recover_segments(
     // Segment size stays what the log was created with.
     let segment_bytes = segment_bytes.max(options.chunk_bytes_max());
     records.sort_by_key(|r| r.seq);
-    let segments =
-        Segments::new(storage.clone(), options.file_prefix.clone(), log_id, segment_bytes, files, head);
-    Ok(Opened { sink: Sink::Segments(Arc::new(parking_lot::Mutex::new(segments))), records, seq_hi })
+    let segments = Segments::new(
+        storage.clone(),
+        options.file_prefix.clone(),
+        log_id,
+        segment_bytes,
+        files,
+        head,
+    );
+    Ok(Opened {
+        sink: Sink::Segments(Arc::new(parking_lot::Mutex::new(segments))),
+        records,
+        seq_hi,
+    })
 }
 
 fn valid_chunk_after(

@@ -105,6 +105,7 @@ struct Inner {
     options: LogOptions,
     oracle: RwLock<Option<Arc<dyn LiveRecords>>>,
     segments: Option<Arc<Mutex<super::segments::Segments>>>,
+    storage: Arc<dyn Storage>,
 }
 
 /// The coalesced log (see the module documentation of [`crate::log`]).
@@ -143,8 +144,8 @@ impl Log {
     ) -> Result<Log> {
         options.validate()?;
         let opened = open_sink(&storage, &options)?;
-        let mut stats = LogStats::default();
-        stats.records_recovered = opened.records.len() as u64;
+        let stats =
+            LogStats { records_recovered: opened.records.len() as u64, ..LogStats::default() };
         for record in opened.records {
             replay(record);
         }
@@ -182,6 +183,7 @@ impl Log {
             options,
             oracle: RwLock::new(None),
             segments,
+            storage,
         });
         let flusher_inner = inner.clone();
         let sink = opened.sink;
@@ -379,6 +381,11 @@ impl Log {
         stats
     }
 
+    /// The storage the log writes to (for its I/O counters).
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.inner.storage
+    }
+
     /// The log's options.
     pub fn options(&self) -> &LogOptions {
         &self.inner.options
@@ -478,7 +485,11 @@ fn flusher_loop(inner: &Inner, mut sink: Sink) {
                 st.stats.records_written += u64::from(records);
                 st.stats.sync_records_max = st.stats.sync_records_max.max(u64::from(records));
             }
-            Err(err) => st.failure = Some(Failure::from_error(err)),
+            Err(err) => {
+                st.failure = Some(Failure::from_error(err));
+                // Every waiter, of any generation, must see the failure: nobody flushes now.
+                wake_everyone(inner);
+            }
         }
         let mut buffer = buffer;
         buffer.clear();
@@ -504,12 +515,17 @@ fn flusher_loop(inner: &Inner, mut sink: Sink) {
         {
             let mut st = inner.state.lock();
             st.failure = Some(Failure::from_error(&err));
-            inner.progress_cv.notify_all();
-            inner.durable_cvs.iter().for_each(|cv| {
-                cv.notify_all();
-            });
+            wake_everyone(inner);
             return;
         }
+    }
+}
+
+fn wake_everyone(inner: &Inner) {
+    inner.progress_cv.notify_all();
+    inner.applied_cv.notify_all();
+    for cv in &inner.durable_cvs {
+        cv.notify_all();
     }
 }
 
@@ -519,7 +535,7 @@ fn wait_applied(inner: &Inner, generation: u64, timeout: Duration) -> bool {
     let mut st = inner.state.lock();
     while st.unapplied.first_key_value().is_some_and(|(g, _)| *g <= generation) {
         if st.failure.is_some() || inner.applied_cv.wait_until(&mut st, deadline).timed_out() {
-            return !st.unapplied.first_key_value().is_some_and(|(g, _)| *g <= generation);
+            return st.unapplied.first_key_value().is_none_or(|(g, _)| *g > generation);
         }
     }
     true

@@ -7,14 +7,19 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use lamina_core::{BatchOp, Durability, Result, WriteBatch};
-use lamina_storage::log::{LiveRecords, Log, LogOp, LogOptions, Record, RecordOp, Retention, SeqNo};
 use lamina_storage::Storage;
+use lamina_storage::log::{
+    LiveRecords, Log, LogOp, LogOptions, Record, RecordOp, Retention, SeqNo,
+};
 use parking_lot::Mutex;
 
 /// Key -> (seq of the current version, value).
+pub type VersionMap = BTreeMap<Vec<u8>, (SeqNo, Vec<u8>)>;
+
+/// The engine: a map under a lock.
 #[derive(Debug, Default)]
 pub struct Model {
-    pub map: Mutex<BTreeMap<Vec<u8>, (SeqNo, Vec<u8>)>>,
+    pub map: Mutex<VersionMap>,
 }
 
 impl LiveRecords for Model {
@@ -24,7 +29,7 @@ impl LiveRecords for Model {
 }
 
 impl Model {
-    pub fn apply_op(map: &mut BTreeMap<Vec<u8>, (SeqNo, Vec<u8>)>, seq: SeqNo, op: &BatchOp) {
+    pub fn apply_op(map: &mut VersionMap, seq: SeqNo, op: &BatchOp) {
         match op {
             BatchOp::Put { key, value } => {
                 map.insert(key.clone(), (seq, value.clone()));
@@ -70,14 +75,19 @@ impl Model {
 
 pub fn record_ops(op: &RecordOp) -> Vec<BatchOp> {
     match op {
-        RecordOp::Put { key, value } => vec![BatchOp::Put { key: key.clone(), value: value.clone() }],
+        RecordOp::Put { key, value } => {
+            vec![BatchOp::Put { key: key.clone(), value: value.clone() }]
+        }
         RecordOp::Delete { key } => vec![BatchOp::Delete { key: key.clone() }],
         RecordOp::Batch(ops) => ops.clone(),
     }
 }
 
 /// Opens `log` over `storage`, replaying into a fresh model that then serves as its oracle.
-pub fn open_with_model(storage: Arc<dyn Storage>, options: LogOptions) -> Result<(Log, Arc<Model>)> {
+pub fn open_with_model(
+    storage: Arc<dyn Storage>,
+    options: LogOptions,
+) -> Result<(Log, Arc<Model>)> {
     let model = Arc::new(Model::default());
     let log = Log::open(storage, options, |record| model.apply_record(&record))?;
     log.set_live_records(model.clone());
@@ -85,12 +95,7 @@ pub fn open_with_model(storage: Arc<dyn Storage>, options: LogOptions) -> Result
 }
 
 pub fn small_options(retention: Retention, durability: Durability) -> LogOptions {
-    LogOptions {
-        retention,
-        durability,
-        buffer_bytes: 16 * 1024,
-        ..LogOptions::default()
-    }
+    LogOptions { retention, durability, buffer_bytes: 16 * 1024, ..LogOptions::default() }
 }
 
 /// The smallest ring the small options accept.
