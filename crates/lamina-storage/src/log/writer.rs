@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -76,8 +76,6 @@ struct State {
     gen_fill: u64,
     next_seq: SeqNo,
     durable_seq: SeqNo,
-    /// Appends placed but not finished (applied), per generation.
-    unapplied: BTreeMap<u64, u32>,
     /// `Sync` writers in the last flushed chunk: the group the next flush waits for.
     expected_writers: u32,
     space_waiters: u32,
@@ -94,11 +92,19 @@ struct Inner {
     state: Mutex<State>,
     /// The flusher waits here for work.
     work_cv: Condvar,
-    /// `Sync` appenders wait here, by generation parity.
+    /// `Sync` appenders wait here (with `durable_lock`), by generation parity. Separate from
+    /// `state` so that the woken group does not contend with the next group's appends.
     durable_cvs: [Condvar; 2],
+    durable_lock: Mutex<()>,
+    /// Mirror of `State::durable_seq`, read without the state lock.
+    durable: AtomicU64,
+    /// Whether `State::failure` is set.
+    failed: AtomicBool,
+    /// Appends placed but not finished (applied), per generation.
+    unapplied: Mutex<BTreeMap<u64, u32>>,
     /// Appenders waiting for buffer space, `sync` callers, `close`.
     progress_cv: Condvar,
-    /// The flusher waits here for engines to apply flushed operations.
+    /// The flusher waits here (with `unapplied`) for engines to apply flushed operations.
     applied_cv: Condvar,
     /// Appenders between entering `append` and placing their record.
     arriving: AtomicUsize,
@@ -165,7 +171,6 @@ impl Log {
                 gen_fill: 1,
                 next_seq: seq_hi + 1,
                 durable_seq: seq_hi,
-                unapplied: BTreeMap::new(),
                 expected_writers: 1,
                 space_waiters: 0,
                 sync_waiters: 0,
@@ -177,6 +182,10 @@ impl Log {
             }),
             work_cv: Condvar::new(),
             durable_cvs: [Condvar::new(), Condvar::new()],
+            durable_lock: Mutex::new(()),
+            durable: AtomicU64::new(seq_hi),
+            failed: AtomicBool::new(false),
+            unapplied: Mutex::new(BTreeMap::new()),
             progress_cv: Condvar::new(),
             applied_cv: Condvar::new(),
             arriving: AtomicUsize::new(0),
@@ -262,7 +271,7 @@ impl Log {
             st.fill_first_at = Some(Instant::now());
         }
         let generation = st.gen_fill;
-        *st.unapplied.entry(generation).or_insert(0) += 1;
+        *inner.unapplied.lock().entry(generation).or_insert(0) += 1;
         st.stats.appends += 1;
         if sync {
             st.fill_waiters += 1;
@@ -271,26 +280,29 @@ impl Log {
         if st.flusher_idle {
             inner.work_cv.notify_one();
         }
+        drop(st);
         let mut outcome = Ok(());
         if sync {
-            while st.durable_seq < seq {
-                if let Some(failure) = &st.failure {
-                    outcome = Err(failure.to_error());
+            let mut guard = inner.durable_lock.lock();
+            while inner.durable.load(Ordering::Acquire) < seq {
+                if inner.failed.load(Ordering::Acquire) {
+                    drop(guard);
+                    let st = inner.state.lock();
+                    outcome = Err(st.failure.as_ref().expect("failed is set").to_error());
                     break;
                 }
-                inner.durable_cvs[(generation % 2) as usize].wait(&mut st);
+                inner.durable_cvs[(generation % 2) as usize].wait(&mut guard);
             }
         }
-        drop(st);
         let applied = outcome.map(|()| apply(seq));
-        let mut st = inner.state.lock();
-        let left = st.unapplied.get_mut(&generation).expect("placed appends are counted");
+        let mut unapplied = inner.unapplied.lock();
+        let left = unapplied.get_mut(&generation).expect("placed appends are counted");
         *left -= 1;
         if *left == 0 {
-            st.unapplied.remove(&generation);
+            unapplied.remove(&generation);
             inner.applied_cv.notify_all();
         }
-        drop(st);
+        drop(unapplied);
         applied.map(|r| (seq, r))
     }
 
@@ -346,14 +358,11 @@ impl Log {
         {
             let mut st = self.inner.state.lock();
             if abandon && st.failure.is_none() {
-                st.failure = Some(Failure::Abandoned);
+                set_failure(&self.inner, &mut st, Failure::Abandoned);
             }
             st.closing = true;
             self.inner.work_cv.notify_all();
             self.inner.progress_cv.notify_all();
-            self.inner.durable_cvs.iter().for_each(|cv| {
-                cv.notify_all();
-            });
         }
         if let Some(handle) = self.flusher.lock().take() {
             let _ = handle.join();
@@ -478,6 +487,7 @@ fn flusher_loop(inner: &Inner, mut sink: Sink) {
             Ok(bytes) => {
                 assert!(seq_hi >= st.durable_seq, "durable sequence must not go back");
                 st.durable_seq = seq_hi;
+                inner.durable.store(seq_hi, Ordering::Release);
                 st.expected_writers = waiters.max(1);
                 st.stats.chunks_written += 1;
                 st.stats.syncs += 1;
@@ -485,16 +495,12 @@ fn flusher_loop(inner: &Inner, mut sink: Sink) {
                 st.stats.records_written += u64::from(records);
                 st.stats.sync_records_max = st.stats.sync_records_max.max(u64::from(records));
             }
-            Err(err) => {
-                st.failure = Some(Failure::from_error(err));
-                // Every waiter, of any generation, must see the failure: nobody flushes now.
-                wake_everyone(inner);
-            }
+            // Every waiter, of any generation, must see the failure: nobody flushes now.
+            Err(err) => set_failure(inner, &mut st, Failure::from_error(err)),
         }
         let mut buffer = buffer;
         buffer.clear();
         st.spare = buffer;
-        inner.durable_cvs[(generation % 2) as usize].notify_all();
         inner.progress_cv.notify_all();
         if let Sink::Ring(ring) = &sink {
             st.stats.gc_chunks_collected = ring.gc.chunks_collected;
@@ -504,6 +510,11 @@ fn flusher_loop(inner: &Inner, mut sink: Sink) {
             st.stats.disk_bytes = ring.window_bytes();
         }
         drop(st);
+        {
+            // Under the waiters' lock, so none checks `durable` and then misses this wakeup.
+            let _guard = inner.durable_lock.lock();
+            inner.durable_cvs[(generation % 2) as usize].notify_all();
+        }
         if result.is_err() {
             return;
         }
@@ -514,16 +525,23 @@ fn flusher_loop(inner: &Inner, mut sink: Sink) {
             && let Err(err) = ring.collect_ahead(&oracle)
         {
             let mut st = inner.state.lock();
-            st.failure = Some(Failure::from_error(&err));
-            wake_everyone(inner);
+            set_failure(inner, &mut st, Failure::from_error(&err));
             return;
         }
     }
 }
 
-fn wake_everyone(inner: &Inner) {
+/// Records a sticky failure and wakes every waiter of every kind: nobody flushes now.
+fn set_failure(inner: &Inner, st: &mut State, failure: Failure) {
+    st.failure = Some(failure);
+    inner.failed.store(true, Ordering::Release);
     inner.progress_cv.notify_all();
-    inner.applied_cv.notify_all();
+    inner.work_cv.notify_all();
+    {
+        let _guard = inner.unapplied.lock();
+        inner.applied_cv.notify_all();
+    }
+    let _guard = inner.durable_lock.lock();
     for cv in &inner.durable_cvs {
         cv.notify_all();
     }
@@ -532,10 +550,12 @@ fn wake_everyone(inner: &Inner) {
 /// Waits until every append of generations up to `generation` has finished (applied).
 fn wait_applied(inner: &Inner, generation: u64, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
-    let mut st = inner.state.lock();
-    while st.unapplied.first_key_value().is_some_and(|(g, _)| *g <= generation) {
-        if st.failure.is_some() || inner.applied_cv.wait_until(&mut st, deadline).timed_out() {
-            return st.unapplied.first_key_value().is_none_or(|(g, _)| *g > generation);
+    let mut unapplied = inner.unapplied.lock();
+    while unapplied.first_key_value().is_some_and(|(g, _)| *g <= generation) {
+        if inner.failed.load(Ordering::Acquire)
+            || inner.applied_cv.wait_until(&mut unapplied, deadline).timed_out()
+        {
+            return unapplied.first_key_value().is_none_or(|(g, _)| *g > generation);
         }
     }
     true
