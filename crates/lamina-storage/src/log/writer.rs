@@ -69,6 +69,8 @@ struct State {
     fill: Vec<u8>,
     fill_records: u32,
     fill_waiters: u32,
+    /// The `Sync` appenders of the fill buffer, woken one by one after its sync.
+    fill_threads: Vec<std::thread::Thread>,
     fill_first_at: Option<Instant>,
     fill_seq_hi: SeqNo,
     spare: Vec<u8>,
@@ -92,10 +94,6 @@ struct Inner {
     state: Mutex<State>,
     /// The flusher waits here for work.
     work_cv: Condvar,
-    /// `Sync` appenders wait here (with `durable_lock`), by generation parity. Separate from
-    /// `state` so that the woken group does not contend with the next group's appends.
-    durable_cvs: [Condvar; 2],
-    durable_lock: Mutex<()>,
     /// Mirror of `State::durable_seq`, read without the state lock.
     durable: AtomicU64,
     /// Whether `State::failure` is set.
@@ -165,6 +163,7 @@ impl Log {
                 fill: Vec::with_capacity(options.buffer_bytes),
                 fill_records: 0,
                 fill_waiters: 0,
+                fill_threads: Vec::new(),
                 fill_first_at: None,
                 fill_seq_hi: seq_hi,
                 spare: Vec::with_capacity(options.buffer_bytes),
@@ -181,8 +180,6 @@ impl Log {
                 stats,
             }),
             work_cv: Condvar::new(),
-            durable_cvs: [Condvar::new(), Condvar::new()],
-            durable_lock: Mutex::new(()),
             durable: AtomicU64::new(seq_hi),
             failed: AtomicBool::new(false),
             unapplied: Mutex::new(BTreeMap::new()),
@@ -275,6 +272,7 @@ impl Log {
         st.stats.appends += 1;
         if sync {
             st.fill_waiters += 1;
+            st.fill_threads.push(std::thread::current());
         }
         inner.arriving.fetch_sub(1, Ordering::SeqCst);
         if st.flusher_idle {
@@ -283,15 +281,15 @@ impl Log {
         drop(st);
         let mut outcome = Ok(());
         if sync {
-            let mut guard = inner.durable_lock.lock();
+            // Parked, not on a condition variable: the flusher unparks each waiter directly,
+            // so a woken group does not file through one mutex (group-commit turnaround).
             while inner.durable.load(Ordering::Acquire) < seq {
                 if inner.failed.load(Ordering::Acquire) {
-                    drop(guard);
                     let st = inner.state.lock();
                     outcome = Err(st.failure.as_ref().expect("failed is set").to_error());
                     break;
                 }
-                inner.durable_cvs[(generation % 2) as usize].wait(&mut guard);
+                std::thread::park();
             }
         }
         let applied = outcome.map(|()| apply(seq));
@@ -468,6 +466,7 @@ fn flusher_loop(inner: &Inner, mut sink: Sink) {
         st.gen_fill += 1;
         st.fill_records = 0;
         st.fill_waiters = 0;
+        let threads = std::mem::take(&mut st.fill_threads);
         st.fill_first_at = None;
         if st.space_waiters > 0 {
             inner.progress_cv.notify_all();
@@ -510,10 +509,10 @@ fn flusher_loop(inner: &Inner, mut sink: Sink) {
             st.stats.disk_bytes = ring.window_bytes();
         }
         drop(st);
-        {
-            // Under the waiters' lock, so none checks `durable` and then misses this wakeup.
-            let _guard = inner.durable_lock.lock();
-            inner.durable_cvs[(generation % 2) as usize].notify_all();
+        // `durable` (or `failed`) is published before the unpark; a waiter that has not yet
+        // parked keeps the unpark token and sees it.
+        for thread in &threads {
+            thread.unpark();
         }
         if result.is_err() {
             return;
@@ -541,9 +540,9 @@ fn set_failure(inner: &Inner, st: &mut State, failure: Failure) {
         let _guard = inner.unapplied.lock();
         inner.applied_cv.notify_all();
     }
-    let _guard = inner.durable_lock.lock();
-    for cv in &inner.durable_cvs {
-        cv.notify_all();
+    // Waiters of the fill buffer; those of a buffer being flushed are unparked by the flusher.
+    for thread in &st.fill_threads {
+        thread.unpark();
     }
 }
 
