@@ -18,6 +18,7 @@ pub const LOCK_FILE_NAME: &str = "LOCK";
 
 /// The engines, dispatched by enum (no virtual call on the hot path).
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per open database; boxing would add a pointer chase
 enum Engine {
     Mem(MemEngine),
     Fdtree(FdTree),

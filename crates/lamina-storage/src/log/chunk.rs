@@ -102,7 +102,7 @@ impl Decode for FileHeader {
         if stored != masked_crc32c(&input[..crc_at]) {
             return Err(DecodeError::new(crc_at, "file header checksum mismatch"));
         }
-        if header.capacity_bytes % BLOCK_BYTES as u64 != 0 || header.capacity_bytes == 0 {
+        if !header.capacity_bytes.is_multiple_of(BLOCK_BYTES as u64) || header.capacity_bytes == 0 {
             return Err(DecodeError::new(24, "capacity is not a positive multiple of 4 KiB"));
         }
         Ok(header)
@@ -204,7 +204,7 @@ impl Decode for ChunkHeader {
             payload_crc: reader.u32()?,
         };
         reader.u32()?;
-        if header.pos % BLOCK_BYTES as u64 != 0 {
+        if !header.pos.is_multiple_of(BLOCK_BYTES as u64) {
             return Err(DecodeError::new(16, "chunk position not 4 KiB aligned"));
         }
         Ok(header)

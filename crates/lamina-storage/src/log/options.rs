@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 use lamina_core::limits::{BATCH_BYTES_MAX, BATCH_OPS_MAX};
+
+const _: () = assert!(BUFFER_BYTES_MAX > BATCH_BYTES_MAX);
 use lamina_core::{Durability, Error, Result};
 
 use super::chunk::{BLOCK_BYTES, CHUNK_HEADER_BYTES, chunk_len};
@@ -13,6 +15,8 @@ pub const BUFFER_BYTES_MIN: usize = 4 * BLOCK_BYTES;
 /// Largest write buffer: enough for the largest batch the API accepts
 /// ([`BATCH_BYTES_MAX`] of data plus framing for [`BATCH_OPS_MAX`] operations).
 pub const BUFFER_BYTES_MAX: usize = BATCH_BYTES_MAX + BATCH_OPS_MAX * 8 + BLOCK_BYTES;
+// The largest single-key record always fits an empty buffer.
+const _: () = assert!(PUT_RECORD_BYTES_MAX + CHUNK_HEADER_BYTES <= BUFFER_BYTES_MIN);
 /// Default write buffer (1 MiB).
 pub const BUFFER_BYTES_DEFAULT: usize = 1 << 20;
 /// Default group-commit timeout.
@@ -98,7 +102,6 @@ impl LogOptions {
                 ),
             ));
         }
-        debug_assert!(PUT_RECORD_BYTES_MAX + CHUNK_HEADER_BYTES <= BUFFER_BYTES_MIN * 2);
         if self.linger_max > LINGER_MAX {
             return Err(Error::option(
                 "linger_max",
@@ -117,7 +120,7 @@ impl LogOptions {
         match self.retention {
             Retention::Truncate { segment_bytes } => {
                 let min = self.chunk_bytes_max();
-                if segment_bytes < min || segment_bytes % BLOCK_BYTES as u64 != 0 {
+                if segment_bytes < min || !segment_bytes.is_multiple_of(BLOCK_BYTES as u64) {
                     return Err(Error::option(
                         "segment_bytes",
                         format!("{segment_bytes}: must be a multiple of 4096 and >= {min}"),
@@ -126,7 +129,7 @@ impl LogOptions {
             }
             Retention::Cyclic { capacity_bytes } => {
                 let min = self.ring_bytes_min();
-                if capacity_bytes < min || capacity_bytes % BLOCK_BYTES as u64 != 0 {
+                if capacity_bytes < min || !capacity_bytes.is_multiple_of(BLOCK_BYTES as u64) {
                     return Err(Error::option(
                         "capacity_bytes",
                         format!(
@@ -173,6 +176,5 @@ mod tests {
         assert!(ring.validate().unwrap_err().to_string().contains("capacity_bytes"));
         let prefix = LogOptions { file_prefix: "a/b".into(), ..LogOptions::default() };
         assert!(prefix.validate().is_err());
-        assert!(BUFFER_BYTES_MAX > BATCH_BYTES_MAX);
     }
 }

@@ -59,12 +59,15 @@ pub(crate) fn open_sink(storage: &Arc<dyn Storage>, options: &LogOptions) -> Res
     let prefix = &options.file_prefix;
     let names = storage.list()?;
     // Leftovers of a file creation interrupted by a crash: never renamed, never used.
+    let ring = ring_name(prefix);
     for name in &names {
-        if name.starts_with(prefix.as_str()) && name.ends_with(".tmp") {
+        let ours = name
+            .strip_suffix(".tmp")
+            .is_some_and(|base| base == ring || parse_segment_name(prefix, base).is_some());
+        if ours {
             storage.remove(name)?;
         }
     }
-    let ring = ring_name(prefix);
     let has_ring = names.contains(&ring);
     let mut segments: Vec<(u64, String)> = names
         .iter()

@@ -14,9 +14,12 @@ use lamina_storage::log::{
 use parking_lot::Mutex;
 
 /// Key -> (seq of the current version, value).
+pub type VersionMap = BTreeMap<Vec<u8>, (SeqNo, Vec<u8>)>;
+
+/// The engine: a map under a lock.
 #[derive(Debug, Default)]
 pub struct Model {
-    pub map: Mutex<BTreeMap<Vec<u8>, (SeqNo, Vec<u8>)>>,
+    pub map: Mutex<VersionMap>,
 }
 
 impl LiveRecords for Model {
@@ -26,7 +29,7 @@ impl LiveRecords for Model {
 }
 
 impl Model {
-    pub fn apply_op(map: &mut BTreeMap<Vec<u8>, (SeqNo, Vec<u8>)>, seq: SeqNo, op: &BatchOp) {
+    pub fn apply_op(map: &mut VersionMap, seq: SeqNo, op: &BatchOp) {
         match op {
             BatchOp::Put { key, value } => {
                 map.insert(key.clone(), (seq, value.clone()));
