@@ -99,12 +99,11 @@ enum {
  * SONAME or ABI version yet, so rebuild against the header of the library you run with.)
  */
 typedef struct lamina_options {
-    /** Engine name ("mem"; later "fdtree", "latree", "fptree", "trie", "nbtree"), NUL-
+    /** Engine name ("fdtree", "fdtree-xm", "mem"; `lamina engines` lists them), NUL-
      *  terminated; NULL = the default engine. An existing database must be reopened with
      *  the engine that created it. Default NULL. */
     const char *engine;
-    /** One of LAMINA_DURABILITY_*. Default LAMINA_DURABILITY_SYNC. The "mem" engine accepts
-     *  only LAMINA_DURABILITY_NONE (others return LAMINA_UNSUPPORTED). */
+    /** One of LAMINA_DURABILITY_*. Default LAMINA_DURABILITY_SYNC. */
     int durability;
     /** With LAMINA_DURABILITY_BUFFERED, the delay bound in microseconds; else ignored. */
     uint64_t durability_max_delay_us;
@@ -112,8 +111,9 @@ typedef struct lamina_options {
     uint64_t memory_budget_bytes;
     /** Block cache size, at most 1 TiB; 0 disables the cache. Default 15 MiB. */
     uint64_t cache_bytes;
-    /** Most bytes the database may occupy on disk; 0 = unlimited (the default). No engine
-     *  in this version enforces a budget: a nonzero value returns LAMINA_UNSUPPORTED. */
+    /** Most bytes the database may occupy on disk; 0 = the engine's default. Enforced by
+     *  "mem" (the size of its log ring, fixed at creation); other engines return
+     *  LAMINA_UNSUPPORTED for a nonzero value. */
     uint64_t disk_budget_bytes;
     /** Nonzero: create the directory if it does not exist. Default 1. */
     int create_if_missing;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lamina_facade::{Durability, EngineKind, Options};
 
-use crate::status::{Failure, LAMINA_UNSUPPORTED};
+use crate::status::Failure;
 
 /// `LAMINA_DURABILITY_SYNC`: a write returns once it survives power loss.
 pub const LAMINA_DURABILITY_SYNC: c_int = 0;
@@ -84,23 +84,13 @@ impl LaminaOptions {
                 )));
             }
         };
-        if self.disk_budget_bytes != 0 {
-            // Honest until an engine enforces a budget: refusing beats silently ignoring it.
-            return Err(Failure {
-                status: LAMINA_UNSUPPORTED,
-                message: format!(
-                    "option `disk_budget_bytes` = {}: no engine in this build enforces a disk \
-                     budget yet; pass 0 (unlimited)",
-                    self.disk_budget_bytes
-                ),
-            });
-        }
         Ok(Options {
             engine,
             durability,
             memory_budget_bytes: self.memory_budget_bytes,
             cache_bytes: self.cache_bytes,
             create_if_missing: self.create_if_missing != 0,
+            disk_budget_bytes: self.disk_budget_bytes,
             ..Options::default()
         })
     }
@@ -183,11 +173,6 @@ mod tests {
                 "unknown engine",
             ),
             (LaminaOptions { durability: 7, ..init() }, LAMINA_INVALID_ARGUMENT, "durability"),
-            (
-                LaminaOptions { disk_budget_bytes: 1 << 30, ..init() },
-                LAMINA_UNSUPPORTED,
-                "disk_budget_bytes",
-            ),
         ];
         for (opts, status, text) in cases {
             // SAFETY: `engine` is NULL or a C string literal.

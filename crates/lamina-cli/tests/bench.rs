@@ -100,7 +100,8 @@ fn bad_flags_fail_with_one_line() {
     for args in [
         &["bench", "--ops", "10", "--duration", "1"][..],
         &["bench", "--engines", "nope"],
-        &["bench", "--durability", "sync", "--engines", "mem"],
+        &["bench", "--device", "ssd-msp7525", "--engines", "mem"],
+        &["bench", "--device", "floppy", "--engines", "fdtree"],
         &["bench", "--experiment", "contest"],
         &["bench", "--workload", "replay", "--trace", "/nonexistent/trace"],
     ] {

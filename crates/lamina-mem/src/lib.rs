@@ -1,12 +1,17 @@
-//! `mem`: a concurrent in-memory engine, `RwLock<BTreeMap>`. It is the oracle the other
-//! engines are checked against and the baseline of the benchmarks.
+//! `mem`: a concurrent in-memory engine (`RwLock<BTreeMap>`), made durable by the coalesced
+//! cyclic log of the SIGMOD 2011 contest paper (section 3, `lamina_storage::log`). It is the
+//! oracle the other engines are checked against and the baseline of the benchmarks.
 //!
-//! Persistence: with a directory, the engine writes a checksummed snapshot on clean `close`
-//! and loads it on open (format in `docs/format/mem-snapshot.md`), so the CLI works across
-//! processes. Writes are not crash-safe until the group-commit log makes them so.
+//! - [`MemEngine::volatile`]: nothing is written anywhere.
+//! - [`MemEngine::open`]: every write is logged in a fixed-size ring (the disk budget); the
+//!   ring's garbage collection asks the engine which records are still current; recovery
+//!   replays the ring.
 
 mod engine;
-mod snapshot;
+mod options;
+mod stripes;
 
 pub use engine::MemEngine;
-pub use snapshot::{SNAPSHOT_FILE_NAME, Snapshot};
+pub use options::{
+    LOG_BUFFER_BYTES_DEFAULT, LOG_CAPACITY_BYTES_DEFAULT, LOG_FILE_PREFIX, MemOptions,
+};

@@ -1,46 +1,78 @@
-//! The conformance kit against the `mem` engine, volatile and with a snapshot directory.
+//! The conformance kit against the `mem` engine: volatile, durable over memory storage
+//! (close/reopen), and durable over the fault-injecting backend (simulated crashes).
 
-use lamina_core::Result;
+use std::sync::Arc;
+
 use lamina_core::testkit::Subject;
-use lamina_mem::MemEngine;
+use lamina_core::{Durability, Result};
+use lamina_mem::{MemEngine, MemOptions};
+use lamina_storage::{FaultyStorage, Storage};
 
-/// A `mem` engine persisted by snapshot in a temporary directory.
-struct SnapshotSubject {
-    dir: tempfile::TempDir,
+/// Small log so that tests exercise ring wrap-around and garbage collection.
+fn small_log(durability: Durability) -> MemOptions {
+    MemOptions { durability, log_capacity_bytes: 1 << 20, log_buffer_bytes: 16 << 10 }
 }
 
-impl Subject for SnapshotSubject {
+struct Volatile;
+
+impl Subject for Volatile {
     type Index = MemEngine;
-
     fn open(&mut self) -> Result<MemEngine> {
-        MemEngine::open(self.dir.path())
+        Ok(MemEngine::volatile())
     }
+    fn durable(&self) -> bool {
+        false
+    }
+}
 
+struct Durable {
+    storage: Arc<dyn Storage>,
+}
+
+impl Subject for Durable {
+    type Index = MemEngine;
+    fn open(&mut self) -> Result<MemEngine> {
+        MemEngine::open(self.storage.clone(), &small_log(Durability::None))
+    }
     fn durable(&self) -> bool {
         true
     }
 }
 
-lamina_core::conformance_tests!(super::SnapshotSubject { dir: tempfile::tempdir().unwrap() });
+struct Crashing {
+    storage: FaultyStorage,
+}
+
+impl Subject for Crashing {
+    type Index = MemEngine;
+    fn open(&mut self) -> Result<MemEngine> {
+        MemEngine::open(Arc::new(self.storage.clone()), &small_log(Durability::Sync))
+    }
+    fn durable(&self) -> bool {
+        true
+    }
+    fn can_crash(&self) -> bool {
+        true
+    }
+    fn crash(&mut self, index: MemEngine) {
+        self.storage.crash().unwrap();
+        drop(index);
+        self.storage = self.storage.reopen_after_crash().unwrap();
+    }
+}
 
 mod volatile {
-    use lamina_core::Result;
-    use lamina_core::testkit::Subject;
-    use lamina_mem::MemEngine;
+    lamina_core::conformance_tests!(super::super::Volatile);
+}
 
-    struct VolatileSubject;
+mod durable {
+    lamina_core::conformance_tests!(super::super::Durable {
+        storage: std::sync::Arc::new(lamina_storage::MemoryStorage::new())
+    });
+}
 
-    impl Subject for VolatileSubject {
-        type Index = MemEngine;
-
-        fn open(&mut self) -> Result<MemEngine> {
-            Ok(MemEngine::volatile())
-        }
-
-        fn durable(&self) -> bool {
-            false
-        }
-    }
-
-    lamina_core::conformance_tests!(super::VolatileSubject);
+mod crashing {
+    lamina_core::conformance_tests!(super::super::Crashing {
+        storage: lamina_storage::FaultyStorage::in_memory(lamina_storage::FaultPlan::none())
+    });
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use lamina_core::{CasOutcome, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch};
 use lamina_fdtree::{FdTree, FdTreeOptions};
-use lamina_mem::MemEngine;
+use lamina_mem::{LOG_CAPACITY_BYTES_DEFAULT, MemEngine, MemOptions};
 use lamina_storage::{AccountingOptions, FileOptions, FileStorage, Storage};
 
 use crate::iter::ScanIter;
@@ -84,7 +84,17 @@ impl Db {
             }
         }
         let engine = match options.engine {
-            EngineKind::Mem => Engine::Mem(MemEngine::open(dir)?),
+            EngineKind::Mem => {
+                let mem = MemOptions {
+                    durability: options.durability,
+                    log_capacity_bytes: match options.disk_budget_bytes {
+                        0 => LOG_CAPACITY_BYTES_DEFAULT,
+                        budget => budget,
+                    },
+                    ..MemOptions::default()
+                };
+                Engine::Mem(MemEngine::open(file_storage(dir, &options)?, &mem)?)
+            }
             EngineKind::Fdtree(mode) => {
                 let fdtree = FdTreeOptions {
                     memory_budget_bytes: options.memory_budget_bytes,

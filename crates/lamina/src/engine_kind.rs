@@ -43,8 +43,8 @@ impl EngineKind {
     pub fn description(self) -> &'static str {
         match self {
             EngineKind::Mem => {
-                "in-memory ordered map (RwLock<BTreeMap>); snapshot on clean close; the \
-                 oracle of the conformance tests and the baseline of the benchmarks"
+                "in-memory ordered map (RwLock<BTreeMap>) made durable by the coalesced cyclic \
+                 log (group commit); the oracle of the tests and the baseline of benchmarks"
             }
             EngineKind::Fdtree(FcMode::Xm) => {
                 "FD+tree (logarithmic method + fractional cascading, one-pass multi-level \

@@ -19,6 +19,10 @@ pub struct Options {
     pub cache_bytes: u64,
     /// Create the directory if it does not exist.
     pub create_if_missing: bool,
+    /// Disk space the engine may use; 0 takes the engine's default. Enforced by engines whose
+    /// log is a fixed ring (`mem`: the ring's size, fixed when the database is created);
+    /// refused as unsupported by the others.
+    pub disk_budget_bytes: u64,
     /// The device whose cost model turns the engine's I/O into modeled time
     /// (`Stats::io.modeled_device_ns`); `host` models nothing.
     pub device: DeviceProfile,
@@ -35,6 +39,7 @@ impl Default for Options {
             memory_budget_bytes: 4 << 20,
             cache_bytes: 15 << 20,
             create_if_missing: true,
+            disk_budget_bytes: 0,
             device: DeviceProfile::host(),
             emulate_device: false,
         }
@@ -68,14 +73,12 @@ impl Options {
                 format!("{} is over {CACHE_BYTES_MAX}", self.cache_bytes),
             ));
         }
-        if self.engine == EngineKind::Mem && self.durability != Durability::None {
-            // Honest until the group-commit log makes `mem` crash-safe: it only persists a
-            // snapshot on clean close, which is exactly `Durability::None`.
+        if self.disk_budget_bytes != 0 && !matches!(self.engine, EngineKind::Mem) {
             return Err(Error::Unsupported {
                 what: format!(
-                    "durability {:?} with engine `mem`, which persists only on clean close; \
-                     use Durability::None",
-                    self.durability
+                    "disk_budget_bytes = {} with engine `{}`, which does not enforce a disk \
+                     budget; pass 0",
+                    self.disk_budget_bytes, self.engine
                 ),
             });
         }
@@ -90,7 +93,7 @@ mod tests {
     use super::*;
 
     fn mem() -> Options {
-        Options { engine: EngineKind::Mem, durability: Durability::None, ..Options::default() }
+        Options { engine: EngineKind::Mem, ..Options::default() }
     }
 
     #[test]
@@ -103,5 +106,8 @@ mod tests {
         let err = Options { durability: bad, ..mem() }.validate().unwrap_err();
         assert!(err.to_string().contains("durability"), "{err}");
         assert!(mem().validate().is_ok());
+        let budget = Options { disk_budget_bytes: 1 << 30, ..Options::default() };
+        assert!(matches!(budget.validate(), Err(Error::Unsupported { .. })));
+        assert!(Options { disk_budget_bytes: 1 << 30, ..mem() }.validate().is_ok());
     }
 }

@@ -31,6 +31,7 @@ impl LaminaFactory {
             memory_budget_bytes: params.memory_budget_bytes,
             cache_bytes: params.cache_bytes,
             create_if_missing: true,
+            disk_budget_bytes: 0,
             device,
             emulate_device: params.emulate,
         };
