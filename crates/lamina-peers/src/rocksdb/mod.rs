@@ -1,0 +1,7 @@
+//! RocksDB 7.8 through its C API (`rocksdb/c.h`).
+
+mod backend;
+mod ffi;
+
+pub(crate) use backend::open;
+pub(crate) type RocksDbT = backend::RocksDb;
