@@ -94,4 +94,6 @@ macro_rules! peer_conformance {
 peer_conformance!(
     rocksdb => "rocksdb",
     rocksdb_tuned => "rocksdb-tuned",
+    leveldb => "leveldb",
+    leveldb_tuned => "leveldb-tuned",
 );

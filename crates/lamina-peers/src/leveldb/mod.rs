@@ -1,7 +1,6 @@
-pub(crate) fn open(
-    _peer: crate::PeerName,
-    _dir: &std::path::Path,
-    _o: &crate::PeerOptions,
-) -> lamina_core::Result<crate::common::Peer<crate::rocksdb::RocksDbT>> {
-    unimplemented!()
-}
+//! LevelDB 1.23 through its C API (`leveldb/c.h`).
+
+mod backend;
+mod ffi;
+
+pub(crate) use backend::open;
