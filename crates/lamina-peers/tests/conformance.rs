@@ -96,4 +96,5 @@ peer_conformance!(
     rocksdb_tuned => "rocksdb-tuned",
     leveldb => "leveldb",
     leveldb_tuned => "leveldb-tuned",
+    lmdb => "lmdb",
 );

@@ -1,7 +1,9 @@
-pub(crate) fn open(
-    _peer: crate::PeerName,
-    _dir: &std::path::Path,
-    _o: &crate::PeerOptions,
-) -> lamina_core::Result<crate::common::Peer<crate::rocksdb::RocksDbT>> {
-    unimplemented!()
-}
+//! LMDB 0.9.24 through its C API (`lmdb.h`).
+
+mod backend;
+mod ffi;
+mod long_keys;
+
+pub(crate) use backend::open;
+
+pub(crate) type LmdbT = backend::Lmdb;

@@ -1,3 +1,4 @@
+#![allow(non_camel_case_types)] // the C names, so each declaration greps to its header
 //! Hand-written declarations of the part of `rocksdb/c.h` (RocksDB 7.8) the wrapper uses.
 //! Handles are opaque; every `errptr` out-parameter receives a `malloc`ed message freed
 //! with `rocksdb_free`.
