@@ -21,11 +21,7 @@ pub const fn peers_built() -> bool {
 /// Errors: [`Error::InvalidArgument`] for an unknown name or bad options,
 /// [`Error::Unsupported`] when built without the `peers` feature, and the library's own
 /// error (as [`Error::Io`], [`Error::Corruption`], ...) when it fails to open.
-pub fn open_peer(
-    name: &str,
-    dir: &Path,
-    options: &PeerOptions,
-) -> Result<Box<dyn OrderedIndex>> {
+pub fn open_peer(name: &str, dir: &Path, options: &PeerOptions) -> Result<Box<dyn OrderedIndex>> {
     let Some(peer) = PeerName::parse(name) else {
         return Err(Error::option(
             "engine",

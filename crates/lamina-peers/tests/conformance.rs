@@ -97,4 +97,5 @@ peer_conformance!(
     leveldb => "leveldb",
     leveldb_tuned => "leveldb-tuned",
     lmdb => "lmdb",
+    bdb => "bdb",
 );

@@ -1,7 +1,7 @@
-pub(crate) fn open(
-    _peer: crate::PeerName,
-    _dir: &std::path::Path,
-    _o: &crate::PeerOptions,
-) -> lamina_core::Result<crate::common::Peer<crate::lmdb::LmdbT>> {
-    unimplemented!()
-}
+//! Berkeley DB 5.3 B-tree through `db.h`, via the C shim `csrc/bdb_shim.c`.
+
+mod backend;
+mod ffi;
+
+pub(crate) use backend::open;
+pub(crate) type BdbT = backend::Bdb;

@@ -11,8 +11,7 @@ use lamina_core::Error;
 pub(crate) fn library_error(peer: &str, operation: &str, dir: &Path, message: &str) -> Error {
     let lower = message.to_ascii_lowercase();
     let context = format!("{peer} {operation} in {}", dir.display());
-    if lower.contains("no space left") || lower.contains("enospc") || lower.contains("map_full")
-    {
+    if lower.contains("no space left") || lower.contains("enospc") || lower.contains("map_full") {
         return Error::NoSpace { context: format!("{context}: {message}") };
     }
     if lower.contains("corrupt") || lower.contains("checksum") {

@@ -9,8 +9,8 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::ptr;
 
-use lamina_core::{BatchOp, CasOutcome, Durability, Entry, Error, KeyRange, Result, Stats};
 use lamina_core::WriteBatch;
+use lamina_core::{BatchOp, CasOutcome, Durability, Entry, Error, KeyRange, Result, Stats};
 
 use super::ffi;
 use crate::common::{Backend, KeyLocks, Peer, c_message, library_error};

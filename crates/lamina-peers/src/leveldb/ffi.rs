@@ -41,8 +41,9 @@ unsafe extern "C" {
         options: *mut leveldb_options_t,
         policy: *mut leveldb_filterpolicy_t,
     );
-    pub(crate) fn leveldb_filterpolicy_create_bloom(bits_per_key: c_int)
-    -> *mut leveldb_filterpolicy_t;
+    pub(crate) fn leveldb_filterpolicy_create_bloom(
+        bits_per_key: c_int,
+    ) -> *mut leveldb_filterpolicy_t;
     pub(crate) fn leveldb_filterpolicy_destroy(policy: *mut leveldb_filterpolicy_t);
     pub(crate) fn leveldb_cache_create_lru(capacity: usize) -> *mut leveldb_cache_t;
     pub(crate) fn leveldb_cache_destroy(cache: *mut leveldb_cache_t);
@@ -92,8 +93,10 @@ unsafe extern "C" {
         errptr: *mut *mut c_char,
     ) -> *mut c_char;
     /// Returns a `malloc`ed NUL-terminated string or null for an unknown property.
-    pub(crate) fn leveldb_property_value(db: *mut leveldb_t, propname: *const c_char)
-    -> *mut c_char;
+    pub(crate) fn leveldb_property_value(
+        db: *mut leveldb_t,
+        propname: *const c_char,
+    ) -> *mut c_char;
 
     pub(crate) fn leveldb_writebatch_create() -> *mut leveldb_writebatch_t;
     pub(crate) fn leveldb_writebatch_destroy(batch: *mut leveldb_writebatch_t);
@@ -119,8 +122,10 @@ unsafe extern "C" {
     pub(crate) fn leveldb_iter_seek_to_first(iter: *mut leveldb_iterator_t);
     pub(crate) fn leveldb_iter_seek(iter: *mut leveldb_iterator_t, k: *const c_char, klen: usize);
     pub(crate) fn leveldb_iter_next(iter: *mut leveldb_iterator_t);
-    pub(crate) fn leveldb_iter_key(iter: *const leveldb_iterator_t, klen: *mut usize)
-    -> *const c_char;
+    pub(crate) fn leveldb_iter_key(
+        iter: *const leveldb_iterator_t,
+        klen: *mut usize,
+    ) -> *const c_char;
     pub(crate) fn leveldb_iter_value(
         iter: *const leveldb_iterator_t,
         vlen: *mut usize,

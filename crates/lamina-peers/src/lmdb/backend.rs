@@ -9,9 +9,9 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::ptr;
 
+use lamina_core::WriteBatch;
 use lamina_core::codec::{Decode, Encode};
 use lamina_core::{BatchOp, CasOutcome, Durability, Entry, Error, KeyRange, Result, Stats};
-use lamina_core::WriteBatch;
 
 use super::ffi;
 use super::long_keys::{Bucket, KeyLayout, Placement};
@@ -296,7 +296,9 @@ impl Backend for Lmdb {
         let txn = Txn::begin(self, true)?;
         let mut raw = ptr::null_mut();
         // SAFETY: a live read transaction; the cursor is closed by `Cursor` before it ends.
-        self.check("open cursor", unsafe { ffi::mdb_cursor_open(txn.raw, self.dbi, &raw mut raw) })?;
+        self.check("open cursor", unsafe {
+            ffi::mdb_cursor_open(txn.raw, self.dbi, &raw mut raw)
+        })?;
         let cursor = Cursor { txn: &txn, raw };
         let mut record = match &range.start {
             Bound::Included(k) | Bound::Excluded(k) => {
@@ -312,7 +314,11 @@ impl Backend for Lmdb {
         while let Some((key, value)) = record {
             let entries = if self.layout.is_bucket(&key) {
                 let bucket = Bucket::decode(&value).map_err(|e| self.corrupt_bucket(&e))?;
-                bucket.entries.into_iter().map(|(s, v)| (self.layout.user_key(&key, &s), v)).collect()
+                bucket
+                    .entries
+                    .into_iter()
+                    .map(|(s, v)| (self.layout.user_key(&key, &s), v))
+                    .collect()
             } else {
                 vec![(key, value)]
             };

@@ -86,7 +86,10 @@ impl Encode for Bucket {
 impl Decode for Bucket {
     fn decode(input: &[u8]) -> Result<Self, DecodeError> {
         if input.len() < 5 {
-            return Err(DecodeError::new(0, format!("bucket of {} bytes is too short", input.len())));
+            return Err(DecodeError::new(
+                0,
+                format!("bucket of {} bytes is too short", input.len()),
+            ));
         }
         let (body, crc) = input.split_at(input.len() - 4);
         let stored = unmask(u32::from_le_bytes(crc.try_into().expect("4 bytes")));
@@ -100,7 +103,9 @@ impl Decode for Bucket {
         }
         let count = reader.varint()?;
         if count == 0 || count > BUCKET_ENTRIES_MAX as u64 {
-            return Err(reader.error(format!("bucket count {count} outside 1..={BUCKET_ENTRIES_MAX}")));
+            return Err(
+                reader.error(format!("bucket count {count} outside 1..={BUCKET_ENTRIES_MAX}"))
+            );
         }
         let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(count as usize);
         for _ in 0..count {

@@ -6,4 +6,3 @@ mod long_keys;
 
 pub(crate) use backend::open;
 
-pub(crate) type LmdbT = backend::Lmdb;

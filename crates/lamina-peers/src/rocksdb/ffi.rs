@@ -59,8 +59,9 @@ unsafe extern "C" {
         options: *mut rocksdb_block_based_table_options_t,
         cache: *mut rocksdb_cache_t,
     );
-    pub(crate) fn rocksdb_filterpolicy_create_bloom(bits_per_key: c_double)
-    -> *mut rocksdb_filterpolicy_t;
+    pub(crate) fn rocksdb_filterpolicy_create_bloom(
+        bits_per_key: c_double,
+    ) -> *mut rocksdb_filterpolicy_t;
     pub(crate) fn rocksdb_cache_create_lru(capacity: usize) -> *mut rocksdb_cache_t;
     pub(crate) fn rocksdb_cache_destroy(cache: *mut rocksdb_cache_t);
 
@@ -140,8 +141,10 @@ unsafe extern "C" {
     pub(crate) fn rocksdb_iter_seek_to_first(iter: *mut rocksdb_iterator_t);
     pub(crate) fn rocksdb_iter_seek(iter: *mut rocksdb_iterator_t, k: *const c_char, klen: usize);
     pub(crate) fn rocksdb_iter_next(iter: *mut rocksdb_iterator_t);
-    pub(crate) fn rocksdb_iter_key(iter: *const rocksdb_iterator_t, klen: *mut usize)
-    -> *const c_char;
+    pub(crate) fn rocksdb_iter_key(
+        iter: *const rocksdb_iterator_t,
+        klen: *mut usize,
+    ) -> *const c_char;
     pub(crate) fn rocksdb_iter_value(
         iter: *const rocksdb_iterator_t,
         vlen: *mut usize,
