@@ -7,11 +7,46 @@
  * lp_wt_search / lp_wt_current are valid until the cursor next moves or is reset.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <wiredtiger.h>
 
+/*
+ * WiredTiger reports the detail of an error (which limit, which file) through its event
+ * handler, not its return code. The handler keeps the calling thread's last message so the
+ * Rust side can put it in the lamina error; informational messages are dropped.
+ */
+static __thread char last_error[1024];
+
+static int handle_error(WT_EVENT_HANDLER *handler, WT_SESSION *session, int error,
+                        const char *message) {
+    (void)handler;
+    (void)session;
+    (void)error;
+    snprintf(last_error, sizeof last_error, "%s", message);
+    return 0;
+}
+
+static int handle_message(WT_EVENT_HANDLER *handler, WT_SESSION *session,
+                          const char *message) {
+    (void)handler;
+    (void)session;
+    (void)message;
+    return 0;
+}
+
+static WT_EVENT_HANDLER event_handler = {handle_error, handle_message, NULL, NULL};
+
+/* Copies (NUL-terminated, truncated to len) and clears this thread's last error message. */
+void lp_wt_take_error(char *out, size_t len) {
+    if (len == 0)
+        return;
+    snprintf(out, len, "%s", last_error);
+    last_error[0] = '\0';
+}
+
 int lp_wt_open(const char *home, const char *config, WT_CONNECTION **conn) {
-    return wiredtiger_open(home, NULL, config, conn);
+    return wiredtiger_open(home, &event_handler, config, conn);
 }
 
 int lp_wt_conn_close(WT_CONNECTION *conn, const char *config) {

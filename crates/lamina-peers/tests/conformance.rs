@@ -98,4 +98,6 @@ peer_conformance!(
     leveldb_tuned => "leveldb-tuned",
     lmdb => "lmdb",
     bdb => "bdb",
+    wiredtiger_btree => "wiredtiger-btree",
+    wiredtiger_lsm => "wiredtiger-lsm",
 );

@@ -4,4 +4,3 @@ mod backend;
 mod ffi;
 
 pub(crate) use backend::open;
-pub(crate) type BdbT = backend::Bdb;

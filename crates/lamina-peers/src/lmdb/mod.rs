@@ -5,4 +5,3 @@ mod ffi;
 mod long_keys;
 
 pub(crate) use backend::open;
-

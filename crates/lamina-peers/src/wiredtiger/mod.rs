@@ -1,7 +1,7 @@
-pub(crate) fn open(
-    _peer: crate::PeerName,
-    _dir: &std::path::Path,
-    _o: &crate::PeerOptions,
-) -> lamina_core::Result<crate::common::Peer<crate::bdb::BdbT>> {
-    unimplemented!()
-}
+//! WiredTiger 3.2.1 (B-tree and LSM tables) through `wiredtiger.h`, via the C shim
+//! `csrc/wt_shim.c`.
+
+mod backend;
+mod ffi;
+
+pub(crate) use backend::open;
