@@ -95,7 +95,13 @@ impl Bdb {
         let (mut env, mut db) = (ptr::null_mut(), ptr::null_mut());
         // SAFETY: `path` is NUL-terminated; on success both handles are owned by `Bdb`.
         let rc = unsafe {
-            ffi::lp_bdb_open(path.as_ptr(), options.cache_bytes, nosync, &raw mut env, &raw mut db)
+            ffi::lp_bdb_open(
+                path.as_ptr(),
+                options.btree_cache_bytes(),
+                nosync,
+                &raw mut env,
+                &raw mut db,
+            )
         };
         let this = Bdb { name: peer.as_str(), dir: dir.to_path_buf(), env, db };
         if rc != 0 {
@@ -206,7 +212,7 @@ impl Bdb {
         if rc != 0 {
             return Err(rc);
         }
-        let result = self.walk(cursor, range, limit, out);
+        let result = Self::walk(cursor, range, limit, out);
         // SAFETY: opened above, closed once.
         let rc = unsafe { ffi::lp_bdb_cursor_close(cursor) };
         result?;
@@ -214,7 +220,6 @@ impl Bdb {
     }
 
     fn walk(
-        &self,
         cursor: *mut ffi::Dbc,
         range: &KeyRange,
         limit: usize,

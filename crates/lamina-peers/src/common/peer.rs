@@ -30,7 +30,10 @@ pub(crate) struct Peer<B: Backend> {
 
 impl<B: Backend> std::fmt::Debug for Peer<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Peer").field("name", &self.name).field("dir", &self.dir).finish()
+        f.debug_struct("Peer")
+            .field("name", &self.name)
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
     }
 }
 

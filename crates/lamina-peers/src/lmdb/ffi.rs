@@ -41,6 +41,7 @@ impl MDB_val {
 
 #[repr(C)]
 #[derive(Default)]
+#[allow(clippy::struct_field_names)] // the C field names
 pub(crate) struct MDB_stat {
     pub(crate) ms_psize: c_uint,
     pub(crate) ms_depth: c_uint,

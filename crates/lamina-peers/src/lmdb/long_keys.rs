@@ -147,7 +147,7 @@ impl KeyLayout {
         KeyLayout { inline_max: maxkey - 1 }
     }
 
-    pub(crate) fn place<'k>(&self, key: &'k [u8]) -> Placement<'k> {
+    pub(crate) fn place(self, key: &[u8]) -> Placement<'_> {
         if key.len() <= self.inline_max {
             return Placement::Inline(key);
         }
@@ -157,12 +157,12 @@ impl KeyLayout {
     }
 
     /// Whether an LMDB record key is a bucket.
-    pub(crate) fn is_bucket(&self, record: &[u8]) -> bool {
+    pub(crate) fn is_bucket(self, record: &[u8]) -> bool {
         record.len() == self.inline_max + 1
     }
 
     /// The user key of `suffix` in the bucket `record`.
-    pub(crate) fn user_key(&self, record: &[u8], suffix: &[u8]) -> Vec<u8> {
+    pub(crate) fn user_key(self, record: &[u8], suffix: &[u8]) -> Vec<u8> {
         let mut key = record[..self.inline_max].to_vec();
         key.extend_from_slice(suffix);
         key

@@ -16,9 +16,9 @@ use super::ffi;
 use crate::common::{Backend, KeyLocks, Peer, c_message, library_error};
 use crate::{PeerName, PeerOptions};
 
-/// Write buffer of `rocksdb-tuned` at most (the NB-tree paper's best setting, §6.1).
+/// Write buffer of `rocksdb-tuned` at most: the NB-tree paper's best setting (§6.1).
 const TUNED_WRITE_BUFFER_BYTES_MAX: u64 = 2 << 30;
-/// Write buffer of `rocksdb-tuned` at least (RocksDB's default).
+/// Write buffer of `rocksdb-tuned` at least: RocksDB's default, so tuning never shrinks it.
 const TUNED_WRITE_BUFFER_BYTES_MIN: u64 = 64 << 20;
 
 /// Opens a RocksDB configuration in `dir`.
@@ -88,12 +88,11 @@ impl RocksDb {
             if peer == PeerName::RocksDbTuned {
                 let policy = ffi::rocksdb_filterpolicy_create_bloom(10.0);
                 ffi::rocksdb_block_based_options_set_filter_policy(this.table_options, policy);
-                // Two memtables share what the budget leaves after the cache.
-                let spare = options.memory_budget_bytes.saturating_sub(options.cache_bytes) / 2;
-                let buffer =
-                    spare.clamp(TUNED_WRITE_BUFFER_BYTES_MIN, TUNED_WRITE_BUFFER_BYTES_MAX);
+                // The in-memory budget of the run, within [default, paper's 2 GiB].
+                let buffer = options
+                    .memory_budget_bytes
+                    .clamp(TUNED_WRITE_BUFFER_BYTES_MIN, TUNED_WRITE_BUFFER_BYTES_MAX);
                 ffi::rocksdb_options_set_write_buffer_size(this.options, buffer as usize);
-                ffi::rocksdb_options_set_max_write_buffer_number(this.options, 2);
             }
             ffi::rocksdb_options_set_block_based_table_factory(this.options, this.table_options);
             ffi::rocksdb_writeoptions_set_sync(this.write_options, sync);

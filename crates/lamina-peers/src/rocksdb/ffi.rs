@@ -36,10 +36,6 @@ unsafe extern "C" {
         value: c_uchar,
     );
     pub(crate) fn rocksdb_options_set_write_buffer_size(options: *mut rocksdb_options_t, s: usize);
-    pub(crate) fn rocksdb_options_set_max_write_buffer_number(
-        options: *mut rocksdb_options_t,
-        n: c_int,
-    );
     pub(crate) fn rocksdb_options_set_block_based_table_factory(
         options: *mut rocksdb_options_t,
         table_options: *mut rocksdb_block_based_table_options_t,

@@ -141,7 +141,7 @@ impl WiredTiger {
         let config = CString::new(format!(
             "create,cache_size={},session_max={SESSIONS_MAX},log=(enabled=true),\
              transaction_sync=(enabled={sync},method=fsync),checkpoint=(wait=60)",
-            options.cache_bytes
+            options.btree_cache_bytes()
         ))
         .expect("no NUL in the config");
         let mut conn = ptr::null_mut();
@@ -162,8 +162,8 @@ impl WiredTiger {
             // WiredTiger requires the cache to hold a few LSM chunks; the default 10 MiB
             // chunk is kept when the budget allows and shrunk for small caches.
             PeerName::WiredTigerLsm => {
-                let chunk =
-                    (options.cache_bytes / 5).clamp(LSM_CHUNK_BYTES_MIN, LSM_CHUNK_BYTES_MAX);
+                let chunk = (options.btree_cache_bytes() / 5)
+                    .clamp(LSM_CHUNK_BYTES_MIN, LSM_CHUNK_BYTES_MAX);
                 CString::new(format!(
                     "key_format=u,value_format=u,type=lsm,lsm=(chunk_size={chunk})"
                 ))
