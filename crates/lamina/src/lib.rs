@@ -34,3 +34,8 @@ pub use lamina_core::{
 };
 pub use meta::{META_FILE_NAME, Meta};
 pub use options::Options;
+
+/// The README's example, compiled and run as a doctest so it stays true.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

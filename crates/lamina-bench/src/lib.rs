@@ -1,0 +1,31 @@
+//! lamina's benchmark library: the papers' workloads, open- and closed-loop runners,
+//! latency distributions, reports and plots. `lamina bench` (crate `lamina-cli`) is its
+//! command-line front end; DESIGN.md "Benchmarking methodology" is the specification.
+//!
+//! - [`workload`]: deterministic generators (G_R, G_T, the SIGMOD 2011 contest mix, LA-tree
+//!   LTU, NB-tree inserts, YCSB A-F) and the record/replay trace format.
+//! - [`runner`]: the closed loop and the open system of FD+FC section 5 (R_p, R_q, R_o).
+//! - [`metrics`]: HdrHistogram latencies, max latency per bucket, throughput over time,
+//!   disk and memory sampling.
+//! - [`report`]: the versioned JSON schema, the db_bench-style table, the CSV timeline.
+//! - [`plot`]: PNG and SVG charts.
+//! - [`run_bench`]: a whole multi-engine, multi-round comparison through an
+//!   [`EngineFactory`], the only way the library reaches engines.
+
+mod bench;
+mod engine;
+pub mod experiment;
+pub mod metrics;
+mod op;
+pub mod plot;
+pub mod report;
+pub mod runner;
+pub mod workload;
+
+pub use bench::{
+    BenchConfig, BenchOutcome, DEFAULT_INTERVAL, ROUNDS_MAX, default_bucket_ops,
+    default_warmup_ops, durability_name, run_bench,
+};
+pub use engine::{EngineFactory, EngineInfo, EngineParams};
+pub use op::{Op, OpKind, Value, fnv64, int_key, int_of_key, splitmix64};
+pub use workload::{Mix, Workload, WorkloadConfig, WorkloadKind};

@@ -1,0 +1,67 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// lamina: an embeddable, crash-safe, ordered key-value store.
+#[derive(Debug, Parser)]
+#[command(name = "lamina", version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options shared by the data commands.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Database directory (created on first write).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Engine for a new database; an existing one is opened with the engine that created it.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub engine: Option<String>,
+    /// Keys and values are given and printed as hexadecimal instead of UTF-8 text.
+    #[arg(long, global = true)]
+    pub hex: bool,
+}
+
+#[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process; boxing buys nothing
+pub enum Command {
+    /// Store VALUE under KEY (insert or overwrite).
+    Put {
+        /// The key (1 to 1024 bytes).
+        key: String,
+        /// The value (0 to 4096 bytes).
+        value: String,
+    },
+    /// Print the value stored under KEY; exit code 1 if there is none.
+    Get {
+        /// The key.
+        key: String,
+    },
+    /// Remove KEY; exit code 1 if it did not exist.
+    Delete {
+        /// The key.
+        key: String,
+    },
+    /// Print `key<TAB>value` lines in key order.
+    Scan {
+        /// First key (inclusive).
+        #[arg(long, value_name = "KEY")]
+        from: Option<String>,
+        /// Last key (exclusive).
+        #[arg(long, value_name = "KEY")]
+        to: Option<String>,
+        /// Print at most N pairs.
+        #[arg(long, value_name = "N")]
+        limit: Option<u64>,
+    },
+    /// List the engines this build contains.
+    Engines,
+    /// Benchmark engines with the papers' workloads (see `lamina bench --help`).
+    Bench(crate::bench::BenchArgs),
+}

@@ -1,0 +1,117 @@
+//! The flags of `lamina bench` (db_bench-like names where db_bench has one).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// Benchmark engines with the papers' workloads (and YCSB), side by side.
+///
+/// With no flags: the contest mix against every available engine, 100,000 requests over
+/// 100,000 preloaded keys, one client thread, printed as a table. Engine E keeps its files
+/// in `--dir DIR`/E (the global `--dir`), otherwise in a temporary directory.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Engines to compare, comma-separated, in order (ratios are to the first) [default: all
+    /// that accept the settings].
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    pub engines: Vec<String>,
+    /// Workload: gr, tpcc, contest, ltu, insert, ycsb-a ... ycsb-f, replay.
+    #[arg(long, value_name = "NAME")]
+    pub workload: Option<String>,
+    /// Run a named, scaled-down paper experiment (fdfc-figure1, contest) into --out DIR.
+    #[arg(long, value_name = "NAME")]
+    pub experiment: Option<String>,
+    /// Output directory of --experiment (report.md, report.json, timeline.csv, plots/).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// gr: lookup:insert:delete proportion, integers or decimals [default: 50:25:25].
+    #[arg(long, value_name = "L:I:D")]
+    pub mix: Option<String>,
+    /// tpcc: warehouses, 1..=255 [default: 1].
+    #[arg(long, value_name = "N")]
+    pub warehouses: Option<u32>,
+    /// ltu: lookups per 100 updates (lookup-to-update ratio in percent) [default: 100].
+    #[arg(long, value_name = "PERCENT")]
+    pub ltu: Option<f64>,
+    /// replay: the trace file to replay.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Write the workload (preload, warm-up and --ops requests) to FILE and exit.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Records loaded before measuring [default: per workload].
+    #[arg(long, value_name = "N")]
+    pub preload: Option<u64>,
+    /// Measured requests [default: 100000].
+    #[arg(long, value_name = "N")]
+    pub ops: Option<u64>,
+    /// Measure for SECS seconds instead of a number of requests.
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Unmeasured requests before measuring [default: 5% of --ops, at most 10000].
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u64>,
+    /// Key size in bytes [default: per workload].
+    #[arg(long, value_name = "N")]
+    pub key_bytes: Option<usize>,
+    /// Value size in bytes [default: per workload].
+    #[arg(long, value_name = "N")]
+    pub value_bytes: Option<usize>,
+    /// Seed of every random choice; the same seed replays the same requests.
+    #[arg(long, value_name = "N", default_value_t = 42)]
+    pub seed: u64,
+    /// Durability: sync, buffered[:MS] or none.
+    #[arg(long, value_name = "MODE", default_value = "none")]
+    pub durability: String,
+    /// Device profile from lamina-storage whose modeled time is reported.
+    #[arg(long, value_name = "PROFILE")]
+    pub device: Option<String>,
+    /// Impose the --device profile's latency for real.
+    #[arg(long)]
+    pub emulate: bool,
+    /// Closed loop: client threads [default: 1].
+    #[arg(long, value_name = "T")]
+    pub threads: Option<usize>,
+    /// Open system (FD+FC section 5): T_r threads serving the lookup queue Q_r.
+    #[arg(long, value_name = "T_R")]
+    pub readers: Option<usize>,
+    /// Open system: T_w threads serving the modification queue Q_w.
+    #[arg(long, value_name = "T_W")]
+    pub writers: Option<usize>,
+    /// Open system: arrival rate (requests/s) of the schedule R_o is measured against.
+    #[arg(long, value_name = "V")]
+    pub rate: Option<f64>,
+    /// Open system: |Q_r| + |Q_w| [default: 5000].
+    #[arg(long, value_name = "N")]
+    pub queue_slots: Option<usize>,
+    /// Runs of every engine; the engine order alternates between rounds.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub rounds: u32,
+    /// K of the max-latency-per-bucket series [default: ops/500, at most 10000].
+    #[arg(long, value_name = "K")]
+    pub bucket_ops: Option<u64>,
+    /// Throughput timeline interval in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 100)]
+    pub interval_ms: u64,
+    /// Memory budget of an engine's in-memory level or buffers, bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub memory_budget_bytes: Option<u64>,
+    /// Block cache size, bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub cache_bytes: Option<u64>,
+    /// Keep the temporary directory (its path is printed).
+    #[arg(long)]
+    pub keep: bool,
+    /// Write the report as JSON (schema in docs/bench-json.md).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write latency and throughput over time as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub csv_timeline: Option<PathBuf>,
+    /// Write PNG and SVG charts into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}

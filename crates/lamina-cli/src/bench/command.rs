@@ -1,0 +1,466 @@
+//! Turns `lamina bench` flags into a `lamina_bench::BenchConfig`, refusing contradictory
+//! combinations with one clear line, runs it and writes the requested outputs.
+
+use std::{io::Write, path::Path, time::Duration};
+
+use lamina::{Durability, Error, Result};
+use lamina_bench::{
+    BenchConfig, BenchOutcome, DEFAULT_INTERVAL, EngineParams, Mix, WorkloadConfig, WorkloadKind,
+    default_bucket_ops, default_warmup_ops,
+    experiment::{Experiment, ExperimentPlan},
+    plot::write_plots,
+    report::{render_table, write_timeline_csv},
+    run_bench,
+    runner::{RunConfig, RunnerKind},
+    workload::record_trace,
+};
+
+use super::{BenchArgs, LaminaFactory};
+
+/// Measured requests when neither `--ops` nor `--duration` is given.
+pub const DEFAULT_OPS: u64 = 100_000;
+/// Open system's queue slots by default (FD+FC section 5).
+pub const DEFAULT_QUEUE_SLOTS: usize = 5000;
+
+fn bad(name: &'static str, reason: impl Into<String>) -> Error {
+    Error::option(name, reason)
+}
+
+/// Parses `sync`, `none`, `buffered` (100 ms) or `buffered:MS`.
+pub fn parse_durability(text: &str) -> Result<Durability> {
+    let mode = match text {
+        "sync" => Durability::Sync,
+        "none" => Durability::None,
+        "buffered" => Durability::Buffered { max_delay: Duration::from_millis(100) },
+        other => match other.strip_prefix("buffered:").map(str::parse::<u64>) {
+            Some(Ok(ms)) => Durability::Buffered { max_delay: Duration::from_millis(ms) },
+            _ => {
+                return Err(bad(
+                    "durability",
+                    format!("`{text}`: expected sync, buffered, buffered:MS or none"),
+                ));
+            }
+        },
+    };
+    mode.validate()?;
+    Ok(mode)
+}
+
+fn check_combinations(args: &BenchArgs, kind: WorkloadKind) -> Result<()> {
+    let only = |given: bool, flag: &'static str, workload: WorkloadKind| {
+        if given && kind != workload {
+            return Err(bad(
+                "workload",
+                format!("--{flag} applies to --workload {workload}, not {kind}"),
+            ));
+        }
+        Ok(())
+    };
+    only(args.mix.is_some(), "mix", WorkloadKind::Gr)?;
+    only(args.warehouses.is_some(), "warehouses", WorkloadKind::Tpcc)?;
+    only(args.ltu.is_some(), "ltu", WorkloadKind::Ltu)?;
+    only(args.trace.is_some(), "trace", WorkloadKind::Replay)?;
+    if kind == WorkloadKind::Replay && args.trace.is_none() {
+        return Err(bad(
+            "trace",
+            "--workload replay needs --trace FILE (written by --record FILE)",
+        ));
+    }
+    if args.preload.is_some() && matches!(kind, WorkloadKind::Tpcc | WorkloadKind::Replay) {
+        return Err(bad(
+            "preload",
+            format!(
+                "--preload does not apply to {kind} (its preload is defined by {})",
+                if kind == WorkloadKind::Tpcc { "--warehouses" } else { "the trace" }
+            ),
+        ));
+    }
+    if args.ops.is_some() && args.duration.is_some() {
+        return Err(bad("duration", "give --ops or --duration, not both"));
+    }
+    let open = args.readers.is_some() || args.writers.is_some();
+    if open && args.threads.is_some() {
+        return Err(bad(
+            "threads",
+            "--threads is the closed loop, --readers/--writers the open system; choose one",
+        ));
+    }
+    if !open && (args.rate.is_some() || args.queue_slots.is_some()) {
+        return Err(bad(
+            "rate",
+            "--rate and --queue-slots belong to the open system; add --readers and --writers",
+        ));
+    }
+    if args.emulate && args.device.is_none() {
+        return Err(bad("emulate", "--emulate imposes a --device profile; give --device PROFILE"));
+    }
+    if args.record.is_some() {
+        if args.duration.is_some() {
+            return Err(bad("record", "--record needs a request count (--ops), not --duration"));
+        }
+        let outputs = args.json.is_some()
+            || args.plot.is_some()
+            || args.csv_timeline.is_some()
+            || !args.engines.is_empty();
+        if outputs || args.experiment.is_some() || args.rounds != 1 {
+            return Err(bad(
+                "record",
+                "--record only writes the workload to a file; it runs no engine (drop --engines, --json, --plot, --csv-timeline, --rounds, --experiment)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn workload_config(args: &BenchArgs, kind: WorkloadKind) -> Result<WorkloadConfig> {
+    let mut w = WorkloadConfig::new(kind, args.seed);
+    if let Some(preload) = args.preload {
+        w.preload = preload;
+    }
+    if let Some(k) = args.key_bytes {
+        w.key_bytes = k;
+    }
+    if let Some(v) = args.value_bytes {
+        w.value_bytes = v;
+    }
+    if let Some(mix) = &args.mix {
+        w.mix = mix.parse::<Mix>()?;
+    }
+    if let Some(n) = args.warehouses {
+        w.warehouses = n;
+    }
+    if let Some(ltu) = args.ltu {
+        w.ltu_percent = ltu;
+    }
+    w.trace.clone_from(&args.trace);
+    w.validate()?;
+    Ok(w)
+}
+
+fn engine_params(args: &BenchArgs) -> Result<EngineParams> {
+    let defaults = EngineParams::default();
+    Ok(EngineParams {
+        durability: parse_durability(&args.durability)?,
+        memory_budget_bytes: args.memory_budget_bytes.unwrap_or(defaults.memory_budget_bytes),
+        cache_bytes: args.cache_bytes.unwrap_or(defaults.cache_bytes),
+        device: args.device.clone(),
+        emulate: args.emulate,
+    })
+}
+
+fn duration(args: &BenchArgs) -> Result<Option<Duration>> {
+    args.duration
+        .map(|secs| {
+            Duration::try_from_secs_f64(secs).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+                bad("duration", format!("must be a positive number of seconds, got {secs}"))
+            })
+        })
+        .transpose()
+}
+
+/// The closed loop (`--threads`, default 1) or, with `--readers`/`--writers`, the open
+/// system; an experiment's runner unless overridden.
+fn runner_kind(
+    args: &BenchArgs,
+    plan: Option<&ExperimentPlan>,
+    workload: &WorkloadConfig,
+) -> Result<RunnerKind> {
+    let kind = workload.kind;
+    let runner = if args.readers.is_some() || args.writers.is_some() {
+        RunnerKind::Open {
+            readers: args.readers.unwrap_or(0),
+            writers: args.writers.unwrap_or(0),
+            rate_per_s: args.rate,
+            queue_slots: args.queue_slots.unwrap_or(DEFAULT_QUEUE_SLOTS),
+        }
+    } else {
+        match (args.threads, plan) {
+            (Some(threads), _) => RunnerKind::Closed { threads },
+            (None, Some(plan)) => plan.runner,
+            (None, None) => RunnerKind::Closed { threads: 1 },
+        }
+    };
+    if let RunnerKind::Open { readers, writers, .. } = runner {
+        let reads = kind.read_fraction(workload);
+        if readers == 0 && reads != Some(0.0) {
+            return Err(bad(
+                "readers",
+                format!("workload {kind} issues lookups; give --readers T_r of at least 1"),
+            ));
+        }
+        if writers == 0 && reads != Some(1.0) {
+            return Err(bad(
+                "writers",
+                format!("workload {kind} issues modifications; give --writers T_w of at least 1"),
+            ));
+        }
+    }
+    Ok(runner)
+}
+
+/// The whole configuration for `args` (global `--dir` and `--engine` given separately).
+pub fn bench_config(
+    args: &BenchArgs,
+    dir: Option<&Path>,
+    engine: Option<&str>,
+) -> Result<(BenchConfig, Option<Experiment>)> {
+    let experiment = args.experiment.as_deref().map(str::parse::<Experiment>).transpose()?;
+    match (&experiment, &args.out) {
+        (Some(_), None) => {
+            return Err(bad("out", "--experiment writes its report into --out DIR; give --out"));
+        }
+        (None, Some(_)) => {
+            return Err(bad(
+                "out",
+                "--out goes with --experiment (use --json/--plot/--csv-timeline otherwise)",
+            ));
+        }
+        _ => {}
+    }
+    if experiment.is_some() && args.workload.is_some() {
+        return Err(bad("experiment", "--experiment fixes the workload; drop --workload"));
+    }
+    if dir.is_some() && args.keep {
+        return Err(bad(
+            "keep",
+            "--keep is for the temporary directory; files under --dir are always kept",
+        ));
+    }
+    let mut engines = args.engines.clone();
+    if let Some(engine) = engine {
+        if !engines.is_empty() {
+            return Err(bad("engines", "give --engines A,B or --engine A, not both"));
+        }
+        engines.push(engine.to_string());
+    }
+    if engines.iter().any(String::is_empty) {
+        return Err(bad("engines", "empty engine name in --engines"));
+    }
+    let plan = experiment.map(|e| e.plan(args.seed));
+    let kind = match (&plan, &args.workload) {
+        (Some(plan), _) => plan.workload.kind,
+        (None, Some(name)) => name.parse::<WorkloadKind>()?,
+        (None, None) => WorkloadKind::Contest,
+    };
+    check_combinations(args, kind)?;
+    let mut workload = workload_config(args, kind)?;
+    if let Some(plan) = &plan {
+        if args.preload.is_none() {
+            workload.preload = plan.workload.preload;
+        }
+        if args.value_bytes.is_none() {
+            workload.value_bytes = plan.workload.value_bytes;
+        }
+    }
+    let duration = duration(args)?;
+    let ops = match (args.ops, duration, &plan) {
+        (Some(ops), _, _) => Some(ops),
+        (None, Some(_), _) => None,
+        (None, None, Some(plan)) => Some(plan.ops),
+        (None, None, None) => Some(DEFAULT_OPS),
+    };
+    let runner = runner_kind(args, plan.as_ref(), &workload)?;
+    let warmup_ops = args
+        .warmup
+        .or(plan.as_ref().map(|p| p.warmup_ops))
+        .unwrap_or_else(|| default_warmup_ops(ops));
+    let bucket_ops = args
+        .bucket_ops
+        .or(plan.as_ref().map(|p| p.bucket_ops))
+        .unwrap_or_else(|| default_bucket_ops(ops));
+    let run = RunConfig {
+        runner,
+        ops,
+        duration,
+        warmup_ops,
+        bucket_ops,
+        interval: if args.interval_ms == 0 {
+            DEFAULT_INTERVAL
+        } else {
+            Duration::from_millis(args.interval_ms)
+        },
+        progress: !args.quiet,
+    };
+    if args.interval_ms == 0 {
+        return Err(bad("interval-ms", "must be at least 1"));
+    }
+    run.validate()?;
+    let config = BenchConfig {
+        engines,
+        rounds: args.rounds,
+        workload,
+        run,
+        engine_params: engine_params(args)?,
+        dir: dir.map(Path::to_path_buf),
+        keep: args.keep,
+    };
+    Ok((config, experiment))
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|e| Error::io(format!("writing {}", path.display()), e))
+}
+
+fn write_outputs(
+    args: &BenchArgs,
+    outcome: &BenchOutcome,
+    experiment: Option<Experiment>,
+) -> Result<()> {
+    let table = render_table(&outcome.report);
+    let json = serde_json::to_string_pretty(&outcome.report)
+        .map_err(|e| Error::io("encoding the JSON report", std::io::Error::other(e)))?;
+    if let Some(path) = &args.json {
+        write_file(path, &(json.clone() + "\n"))?;
+    }
+    if let Some(path) = &args.csv_timeline {
+        write_timeline_csv(&outcome.report, path)?;
+    }
+    if let Some(dir) = &args.plot {
+        write_plots(outcome, dir)?;
+    }
+    if let (Some(experiment), Some(out)) = (experiment, &args.out) {
+        std::fs::create_dir_all(out)
+            .map_err(|e| Error::io(format!("creating {}", out.display()), e))?;
+        let command: Vec<String> = std::env::args().collect();
+        let markdown = format!(
+            "# lamina bench --experiment {experiment}\n\nCommand: `{}`\n\nFiles: `report.json` (schema in docs/bench-json.md), `timeline.csv`, `plots/`.\n\n```\n{table}```\n",
+            command.join(" ")
+        );
+        write_file(&out.join("report.md"), &markdown)?;
+        write_file(&out.join("report.json"), &(json + "\n"))?;
+        write_timeline_csv(&outcome.report, &out.join("timeline.csv"))?;
+        write_plots(outcome, &out.join("plots"))?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(table.as_bytes()).map_err(|e| Error::io("printing the report", e))
+}
+
+/// Creates the directories the outputs go to before anything runs, so a bad path fails
+/// at once rather than after the benchmark.
+fn prepare_output_dirs(args: &BenchArgs) -> Result<()> {
+    let parents = [&args.json, &args.csv_timeline].into_iter().flatten().filter_map(|p| p.parent());
+    let dirs = [&args.plot, &args.out].into_iter().flatten().map(std::path::PathBuf::as_path);
+    for dir in parents.chain(dirs).filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+    }
+    Ok(())
+}
+
+/// Runs `lamina bench`. `dir` and `engine` are the global `--dir` and `--engine`.
+pub fn run(args: &BenchArgs, dir: Option<&Path>, engine: Option<&str>) -> Result<()> {
+    let (config, experiment) = bench_config(args, dir, engine)?;
+    if let Some(path) = &args.record {
+        let ops = config.run.total_ops().expect("validated: --record has a request count");
+        let records = record_trace(config.workload.build()?.as_mut(), ops, path)?;
+        eprintln!(
+            "lamina bench: wrote {records} requests ({ops} after the preload) to {}",
+            path.display()
+        );
+        return Ok(());
+    }
+    prepare_output_dirs(args)?;
+    let outcome =
+        run_bench(&LaminaFactory, &config, &mut |note| eprintln!("lamina bench: {note}"))?;
+    write_outputs(args, &outcome, experiment)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+
+    fn config(line: &str) -> Result<(BenchConfig, Option<Experiment>)> {
+        let args = Cli::try_parse_from(std::iter::once("bench").chain(line.split_whitespace()))
+            .expect("clap accepts the flags")
+            .bench;
+        bench_config(&args, None, None)
+    }
+
+    fn refused(line: &str, fragment: &str) {
+        let err = config(line).expect_err(line).to_string();
+        assert!(err.contains(fragment), "`{line}`: {err}");
+        assert!(!err.contains('\n'), "one line: {err}");
+    }
+
+    #[test]
+    fn defaults_are_a_small_contest_comparison() {
+        let (c, e) = config("").unwrap();
+        assert!(e.is_none());
+        assert!(c.engines.is_empty(), "all available engines");
+        assert_eq!(c.workload.kind, WorkloadKind::Contest);
+        assert_eq!(c.run.ops, Some(DEFAULT_OPS));
+        assert_eq!(c.run.runner, RunnerKind::Closed { threads: 1 });
+        assert_eq!(c.engine_params.durability, Durability::None);
+        assert_eq!(c.run.warmup_ops, 5000);
+    }
+
+    #[test]
+    fn flags_reach_the_config() {
+        let (c, _) = config("--engines mem --workload gr --mix 2:1:1 --ops 10 --readers 2 --writers 1 --rate 1000 --durability buffered:50").unwrap();
+        assert_eq!(c.engines, vec!["mem".to_string()]);
+        assert_eq!(c.workload.mix.weights.map(|w| w as u32), [2, 1, 1]);
+        assert_eq!(
+            c.run.runner,
+            RunnerKind::Open {
+                readers: 2,
+                writers: 1,
+                rate_per_s: Some(1000.0),
+                queue_slots: DEFAULT_QUEUE_SLOTS
+            }
+        );
+        assert_eq!(
+            c.engine_params.durability,
+            Durability::Buffered { max_delay: Duration::from_millis(50) }
+        );
+        let (c, e) = config("--experiment fdfc-figure1 --out x").unwrap();
+        assert_eq!(e, Some(Experiment::FdfcFigure1));
+        assert_eq!(c.workload.kind, WorkloadKind::Insert);
+        assert_eq!(c.run.bucket_ops, 1000);
+        let (c, _) = config("--duration 1.5").unwrap();
+        assert_eq!((c.run.ops, c.run.duration), (None, Some(Duration::from_millis(1500))));
+    }
+
+    #[test]
+    fn bad_combinations_are_refused_in_one_line() {
+        refused("--ops 10 --duration 1", "not both");
+        refused("--threads 2 --readers 1", "choose one");
+        refused("--rate 10", "open system");
+        refused("--mix 1:1:1", "--mix applies to --workload gr");
+        refused("--workload contest --warehouses 3", "--warehouses applies");
+        refused("--workload tpcc --preload 5", "--preload does not apply");
+        refused("--workload replay", "needs --trace");
+        refused("--trace t.bin", "--trace applies");
+        refused("--experiment contest", "give --out");
+        refused("--out d", "--out goes with --experiment");
+        refused("--experiment contest --out d --workload gr", "drop --workload");
+        refused("--experiment nope --out d", "unknown experiment");
+        refused("--workload nope", "unknown workload");
+        refused("--emulate", "give --device");
+        refused("--durability maybe", "expected sync");
+        refused("--durability buffered:0", "durability");
+        refused("--workload gr --mix 1:x:1", "mix");
+        refused("--workload gr --mix 0:0:0", "all zero");
+        refused("--key-bytes 4", "key-bytes");
+        refused("--workload tpcc --key-bytes 8", "4 bytes");
+        refused("--value-bytes 5000", "value-bytes");
+        refused("--workload tpcc --warehouses 300", "warehouses");
+        refused("--threads 0", "threads");
+        refused("--ops 0", "ops");
+        refused("--duration=-1", "duration");
+        refused("--readers 2", "--writers");
+        refused("--workload insert --readers 1 --writers 0", "--writers");
+        refused("--record t --duration 1", "--record");
+        refused("--record t --engines mem", "--record");
+        refused("--interval-ms 0", "interval");
+        refused("--readers 1 --writers 1 --rate 0", "rate");
+        refused("--workload contest --preload 0", "preload");
+    }
+}

@@ -1,0 +1,114 @@
+//! The `lamina` binary end to end: data commands across processes, and every error path
+//! exits non-zero with one line and changes nothing.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn lamina(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lamina"))
+        .arg("--dir")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("run lamina")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).unwrap()
+}
+
+#[test]
+fn put_get_delete_scan_across_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    for (k, v) in [("b", "2"), ("a", "1"), ("c", "3")] {
+        let out = lamina(&db, &["put", k, v]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let out = lamina(&db, &["get", "a"]);
+    assert_eq!(stdout(&out), "1\n");
+    let out = lamina(&db, &["scan"]);
+    assert_eq!(stdout(&out), "a\t1\nb\t2\nc\t3\n");
+    let out = lamina(&db, &["scan", "--from", "b", "--limit", "1"]);
+    assert_eq!(stdout(&out), "b\t2\n");
+    let out = lamina(&db, &["scan", "--to", "b"]);
+    assert_eq!(stdout(&out), "a\t1\n");
+    assert!(lamina(&db, &["delete", "b"]).status.success());
+    let out = lamina(&db, &["delete", "b"]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = lamina(&db, &["get", "b"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("not found"));
+}
+
+#[test]
+fn oversized_key_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    assert!(lamina(&db, &["put", "k", "v"]).status.success());
+    let long_key = "x".repeat(1025);
+    let out = lamina(&db, &["put", &long_key, "v"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("1024-byte limit"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line, no backtrace: {err}");
+    let out = lamina(&db, &["get", &long_key]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stdout(&lamina(&db, &["scan"])), "k\tv\n");
+    let big_value = "v".repeat(4097);
+    let out = lamina(&db, &["put", "k", &big_value]);
+    assert!(stderr(&out).contains("4096-byte limit"));
+    assert_eq!(stdout(&lamina(&db, &["scan"])), "k\tv\n");
+}
+
+#[test]
+fn a_refused_first_put_creates_no_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let out = lamina(&db, &["put", &"x".repeat(1025), "v"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!db.exists());
+}
+
+#[test]
+fn hex_mode_handles_binary_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    assert!(lamina(&db, &["--hex", "put", "00ff", "0a0b"]).status.success());
+    assert_eq!(stdout(&lamina(&db, &["--hex", "get", "00ff"])), "0a0b\n");
+    assert_eq!(stdout(&lamina(&db, &["scan"])), "\\x00\\xff\t\\x0a\\x0b\n");
+    let out = lamina(&db, &["--hex", "get", "xyz"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("hexadecimal"));
+}
+
+#[test]
+fn errors_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = lamina(&dir.path().join("db"), &["--engine", "nope", "put", "k", "v"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("unknown engine `nope`"));
+    // A directory that is not a lamina database.
+    std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
+    let out = lamina(dir.path(), &["get", "k"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("not a lamina database"), "{}", stderr(&out));
+    // A missing database is not created by a read.
+    let out = lamina(&dir.path().join("missing"), &["get", "k"]);
+    assert!(stderr(&out).contains("no database at"));
+    assert!(!dir.path().join("missing").exists());
+    // No --dir.
+    let out = Command::new(env!("CARGO_BIN_EXE_lamina")).args(["get", "k"]).output().unwrap();
+    assert!(stderr(&out).contains("--dir"));
+}
+
+#[test]
+fn engines_lists_mem() {
+    let out = Command::new(env!("CARGO_BIN_EXE_lamina")).arg("engines").output().unwrap();
+    assert!(out.status.success());
+    assert!(stdout(&out).starts_with("mem"));
+}
