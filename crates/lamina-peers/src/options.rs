@@ -16,7 +16,7 @@ pub struct PeerOptions {
     /// buffer from it (see `docs/peers.md`).
     pub memory_budget_bytes: u64,
     /// Expected bytes of keys and values in the run, if known. LMDB sizes its map from it
-    /// (at least 1 GiB, four times the data); 0 means unknown.
+    /// (four times the data, at least 32 GiB of address space); 0 means unknown.
     pub data_bytes_expected: u64,
 }
 

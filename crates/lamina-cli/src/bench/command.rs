@@ -15,7 +15,7 @@ use lamina_bench::{
     workload::record_trace,
 };
 
-use super::{BenchArgs, LaminaFactory};
+use super::{AllEngines, BenchArgs};
 
 /// Measured requests when neither `--ops` nor `--duration` is given.
 pub const DEFAULT_OPS: u64 = 100_000;
@@ -360,8 +360,7 @@ pub fn run(args: &BenchArgs, dir: Option<&Path>, engine: Option<&str>) -> Result
         return Ok(());
     }
     prepare_output_dirs(args)?;
-    let outcome =
-        run_bench(&LaminaFactory, &config, &mut |note| eprintln!("lamina bench: {note}"))?;
+    let outcome = run_bench(&AllEngines, &config, &mut |note| eprintln!("lamina bench: {note}"))?;
     write_outputs(args, &outcome, experiment)
 }
 

@@ -6,4 +6,4 @@ mod factory;
 
 pub use args::BenchArgs;
 pub use command::run;
-pub use factory::LaminaFactory;
+pub use factory::AllEngines;

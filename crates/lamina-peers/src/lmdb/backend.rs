@@ -18,8 +18,9 @@ use super::long_keys::{Bucket, KeyLayout, Placement};
 use crate::common::{Backend, Peer, c_message, library_error};
 use crate::{PeerName, PeerOptions};
 
-/// Smallest map: LMDB's map is address space, not memory, so a generous floor costs nothing.
-const MAP_BYTES_MIN: u64 = 1 << 30;
+/// Smallest map: LMDB's map reserves address space, not memory or disk (the file grows with
+/// the data), so a generous floor costs nothing and a run of unknown size never fills it.
+const MAP_BYTES_MIN: u64 = 32 << 30;
 /// Readers: enough for 32 client threads and their scans with room to spare.
 const READERS_MAX: u32 = 512;
 
