@@ -56,7 +56,7 @@ pub fn engines() -> ExitCode {
         }
     }
     // Peers are listed only by a build that can open them (feature `peers`).
-    if lamina_peers_built() {
+    if crate::bench::AllEngines::peers_built() {
         for peer in lamina_bench::PeerFactory.engines() {
             if writeln!(out, "{}\t{}", peer.name, peer.description).is_err() {
                 break;
@@ -140,9 +140,4 @@ pub fn scan(
     let _ = out.flush();
     finish(&db)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Whether this build links the peer engines.
-fn lamina_peers_built() -> bool {
-    cfg!(feature = "peers")
 }

@@ -16,6 +16,12 @@ use lamina_bench::{
 };
 
 use super::{AllEngines, BenchArgs};
+use lamina_bench::PeerFactory;
+
+fn lamina_peers_feature_missing() -> &'static str {
+    "built without the `peers` feature; rebuild with `cargo build -p lamina-cli --features peers` \
+     after installing the Debian packages listed in crates/lamina-peers/README.md"
+}
 
 /// Measured requests when neither `--ops` nor `--duration` is given.
 pub const DEFAULT_OPS: u64 = 100_000;
@@ -235,6 +241,14 @@ pub fn bench_config(
     }
     if engines.iter().any(String::is_empty) {
         return Err(bad("engines", "empty engine name in --engines"));
+    }
+    // A build without the peers lists none of them; asking for one says what to rebuild.
+    if let Some(peer) = engines.iter().find(|e| PeerFactory::is_peer(e))
+        && !AllEngines::peers_built()
+    {
+        return Err(Error::Unsupported {
+            what: format!("peer engine `{peer}`: {}", lamina_peers_feature_missing()),
+        });
     }
     let plan = experiment.map(|e| e.plan(args.seed));
     let kind = match (&plan, &args.workload) {

@@ -1,7 +1,8 @@
 //! lamina's own engines behind the bench library's `EngineFactory`, through `lamina::Db`,
 //! and [`AllEngines`], which adds the peers (RocksDB, LevelDB, LMDB, Berkeley DB and
-//! WiredTiger, `lamina_bench::PeerFactory`); they open only in a build with the `peers`
-//! feature, and otherwise refuse with an error naming it.
+//! WiredTiger, `lamina_bench::PeerFactory`) in a build with the `peers` feature; without it
+//! they are not listed, and `lamina bench` refuses a peer by name with an error naming the
+//! feature.
 
 use std::{path::Path, sync::Arc};
 
@@ -55,6 +56,11 @@ impl EngineFactory for LaminaFactory {
 pub struct AllEngines;
 
 impl AllEngines {
+    /// Whether this build links the peers (feature `peers`); without it they are not listed.
+    pub fn peers_built() -> bool {
+        cfg!(feature = "peers")
+    }
+
     fn pick(name: &str) -> &'static dyn EngineFactory {
         if PeerFactory::is_peer(name) { &PeerFactory } else { &LaminaFactory }
     }
@@ -63,7 +69,9 @@ impl AllEngines {
 impl EngineFactory for AllEngines {
     fn engines(&self) -> Vec<EngineInfo> {
         let mut all = LaminaFactory.engines();
-        all.extend(PeerFactory.engines());
+        if Self::peers_built() {
+            all.extend(PeerFactory.engines());
+        }
         all
     }
 
