@@ -24,6 +24,10 @@ const ATTEMPTS_MAX: u32 = 100_000;
 /// LSM chunk size: WiredTiger's default, and the floor for small caches.
 const LSM_CHUNK_BYTES_MAX: u64 = 10 << 20;
 const LSM_CHUNK_BYTES_MIN: u64 = 512 << 10;
+/// Log file size. WiredTiger's default (100 MiB, preallocated) makes every open scan up to
+/// two whole preallocated files during recovery (0.2-0.5 s here); 16 MiB keeps an open
+/// under 0.1 s and still switches files rarely (preallocation stays on).
+const LOG_FILE_BYTES: u64 = 16 << 20;
 /// Sessions the connection allows (client threads plus the syncer, with room).
 const SESSIONS_MAX: u32 = 1024;
 
@@ -139,7 +143,7 @@ impl WiredTiger {
             .map_err(|_| Error::option("dir", "path contains a NUL byte"))?;
         let sync = options.durability == Durability::Sync;
         let config = CString::new(format!(
-            "create,cache_size={},session_max={SESSIONS_MAX},log=(enabled=true),\
+            "create,cache_size={},session_max={SESSIONS_MAX},log=(enabled=true,file_max={LOG_FILE_BYTES}),\
              transaction_sync=(enabled={sync},method=fsync),checkpoint=(wait=60)",
             options.btree_cache_bytes()
         ))
