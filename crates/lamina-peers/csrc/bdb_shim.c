@@ -7,8 +7,30 @@
  */
 #include <db.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/*
+ * BDB writes the detail of an error (which page, which check) through the environment's
+ * error callback, not its return code. The callback keeps the calling thread's last message
+ * so the Rust side can put it in the lamina error (instead of BDB printing it to stderr).
+ */
+static __thread char last_error[1024];
+
+static void errcall(const DB_ENV *env, const char *prefix, const char *message) {
+    (void)env;
+    (void)prefix;
+    snprintf(last_error, sizeof last_error, "%s", message);
+}
+
+/* Copies (NUL-terminated, truncated to len) and clears this thread's last error message. */
+void lp_bdb_take_error(char *out, size_t len) {
+    if (len == 0)
+        return;
+    snprintf(out, len, "%s", last_error);
+    last_error[0] = '\0';
+}
 
 int lp_bdb_open(const char *dir, uint64_t cache_bytes, int txn_nosync, DB_ENV **env_out,
                 DB **db_out) {
@@ -19,6 +41,7 @@ int lp_bdb_open(const char *dir, uint64_t cache_bytes, int txn_nosync, DB_ENV **
     *db_out = NULL;
     if ((rc = db_env_create(&env, 0)) != 0)
         return rc;
+    env->set_errcall(env, errcall);
     if ((rc = env->set_cachesize(env, (u_int32_t)(cache_bytes >> 30),
                                  (u_int32_t)(cache_bytes & ((1u << 30) - 1)), 1)) != 0)
         goto fail;

@@ -71,3 +71,37 @@ fn bad_options_are_refused_before_anything_is_created() {
     assert!(err.is_invalid_argument(), "{err:?}");
     assert!(!sub.exists());
 }
+
+/// Each library's main files replaced by garbage: opening fails with a lamina error carrying
+/// the library's message, and nothing panics.
+#[test]
+fn garbage_files_are_an_error_not_a_panic() {
+    let cases: [(&str, &[&str]); 5] = [
+        ("rocksdb", &["CURRENT"]),
+        ("leveldb", &["CURRENT"]),
+        ("lmdb", &["data.mdb"]),
+        ("bdb", &["data.db"]),
+        ("wiredtiger-btree", &["WiredTiger", "WiredTiger.turtle", "WiredTiger.wt"]),
+    ];
+    for (name, files) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        for file in files {
+            std::fs::write(dir.path().join(file), vec![0xA5u8; 8192]).unwrap();
+        }
+        match open_peer(name, dir.path(), &options(Durability::None)) {
+            Ok(db) => {
+                // A library may ignore a file it does not need; it must then work.
+                db.put(b"k", b"v").unwrap();
+                db.close().unwrap();
+            }
+            Err(err) => {
+                let text = err.to_string();
+                assert!(text.contains(name), "{name}: {text}");
+                assert!(
+                    matches!(err, Error::Io { .. } | Error::Corruption { .. }),
+                    "{name}: {err:?}"
+                );
+            }
+        }
+    }
+}

@@ -112,7 +112,14 @@ impl Bdb {
 
     fn error_rc(&self, operation: &str, rc: c_int) -> Error {
         // SAFETY: `db_strerror` returns a NUL-terminated message for any code.
-        let message = unsafe { c_message(ffi::lp_bdb_strerror(rc)) };
+        let code = unsafe { c_message(ffi::lp_bdb_strerror(rc)) };
+        let mut detail = [0 as std::ffi::c_char; 1024];
+        // SAFETY: `detail` has the length passed; the shim NUL-terminates within it.
+        let detail = unsafe {
+            ffi::lp_bdb_take_error(detail.as_mut_ptr(), detail.len());
+            c_message(detail.as_ptr())
+        };
+        let message = if detail.is_empty() { code } else { format!("{code}: {detail}") };
         library_error(self.name, operation, &self.dir, &message)
     }
 

@@ -82,4 +82,6 @@ unsafe extern "C" {
     pub(crate) fn lp_bdb_log_flush(env: *mut DbEnv) -> c_int;
     pub(crate) fn lp_bdb_stats(env: *mut DbEnv, db: *mut Db, out: *mut u64) -> c_int;
     pub(crate) fn lp_bdb_strerror(rc: c_int) -> *const c_char;
+    /// Copies (NUL-terminated) and clears the calling thread's last detailed error message.
+    pub(crate) fn lp_bdb_take_error(out: *mut c_char, len: usize);
 }
