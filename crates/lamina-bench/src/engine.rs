@@ -83,3 +83,90 @@ pub trait EngineFactory: Send + Sync {
     /// Opens engine `name` in `dir`.
     fn open(&self, name: &str, dir: &Path, params: &EngineParams) -> Result<Arc<dyn OrderedIndex>>;
 }
+
+/// Several factories as one: `engines` lists theirs in order, and each name is served by
+/// the first factory that lists it. This is how the CLI adds the peer engines (feature
+/// `peers`) to lamina's own.
+pub struct Factories {
+    members: Vec<Box<dyn EngineFactory>>,
+}
+
+impl std::fmt::Debug for Factories {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<String> = self.engines().into_iter().map(|e| e.name).collect();
+        f.debug_struct("Factories").field("engines", &names).finish()
+    }
+}
+
+impl Factories {
+    /// The union of `members`.
+    pub fn new(members: Vec<Box<dyn EngineFactory>>) -> Self {
+        Factories { members }
+    }
+
+    fn owner(&self, name: &str) -> Result<&dyn EngineFactory> {
+        self.members
+            .iter()
+            .find(|m| m.engines().iter().any(|e| e.name == name))
+            .map(AsRef::as_ref)
+            .ok_or_else(|| {
+                let known: Vec<String> = self.engines().into_iter().map(|e| e.name).collect();
+                lamina_core::Error::option(
+                    "engines",
+                    format!("unknown engine `{name}`; known: {}", known.join(", ")),
+                )
+            })
+    }
+}
+
+impl EngineFactory for Factories {
+    fn engines(&self) -> Vec<EngineInfo> {
+        let mut all: Vec<EngineInfo> = Vec::new();
+        for info in self.members.iter().flat_map(|m| m.engines()) {
+            if !all.iter().any(|e| e.name == info.name) {
+                all.push(info);
+            }
+        }
+        all
+    }
+
+    fn check(&self, name: &str, params: &EngineParams) -> Result<()> {
+        self.owner(name)?.check(name, params)
+    }
+
+    fn open(&self, name: &str, dir: &Path, params: &EngineParams) -> Result<Arc<dyn OrderedIndex>> {
+        self.owner(name)?.open(name, dir, params)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lamina_core::Error;
+
+    use super::*;
+
+    struct Named(&'static str);
+
+    impl EngineFactory for Named {
+        fn engines(&self) -> Vec<EngineInfo> {
+            vec![EngineInfo { name: self.0.into(), description: String::new() }]
+        }
+        fn check(&self, _: &str, _: &EngineParams) -> Result<()> {
+            Err(Error::Unsupported { what: format!("from {}", self.0) })
+        }
+        fn open(&self, _: &str, _: &Path, _: &EngineParams) -> Result<Arc<dyn OrderedIndex>> {
+            Err(Error::Unsupported { what: format!("from {}", self.0) })
+        }
+    }
+
+    #[test]
+    fn factories_dispatch_by_name() {
+        let all =
+            Factories::new(vec![Box::new(Named("a")), Box::new(Named("b")), Box::new(Named("a"))]);
+        let names: Vec<String> = all.engines().into_iter().map(|e| e.name).collect();
+        assert_eq!(names, ["a", "b"]);
+        let p = EngineParams::default();
+        assert!(all.check("b", &p).unwrap_err().to_string().contains("from b"));
+        assert!(all.check("c", &p).unwrap_err().to_string().contains("unknown engine `c`"));
+    }
+}

@@ -27,7 +27,7 @@ pub use bench::{
     BenchConfig, BenchOutcome, DEFAULT_INTERVAL, ROUNDS_MAX, default_bucket_ops,
     default_warmup_ops, durability_name, run_bench,
 };
-pub use engine::{EngineFactory, EngineInfo, EngineParams};
+pub use engine::{EngineFactory, EngineInfo, EngineParams, Factories};
 pub use op::{Op, OpKind, Value, fnv64, int_key, int_of_key, splitmix64};
 pub use peers::PeerFactory;
 pub use workload::{Mix, Workload, WorkloadConfig, WorkloadKind};

@@ -56,7 +56,7 @@ pub fn engines() -> ExitCode {
         }
     }
     // Peers are listed only by a build that can open them (feature `peers`).
-    if crate::bench::AllEngines::peers_built() {
+    if crate::bench::peers_built() {
         for peer in lamina_bench::PeerFactory.engines() {
             if writeln!(out, "{}\t{}", peer.name, peer.description).is_err() {
                 break;

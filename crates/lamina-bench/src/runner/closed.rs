@@ -1,5 +1,10 @@
 //! The closed loop: each client thread issues its next request when the previous one
 //! returns (db_bench; the SIGMOD 2011 contest driver, prefix-tree paper section 4).
+//!
+//! The threads draw their requests, in batches, from the one numbered stream of the
+//! workload's generator ([`super::OpSource`]), so every engine receives the same requests
+//! (and the same request numbers, which the max-latency buckets use) whatever the
+//! interleaving; only which thread runs which request differs between runs.
 
 use std::time::Instant;
 

@@ -120,11 +120,13 @@ fn progress_bar(config: &RunConfig, label: &str) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
-    let style = ProgressStyle::with_template("{prefix:>12} {wide_bar} {pos}/{len} {msg} ETA {eta}")
-        .unwrap_or_else(|_| ProgressStyle::default_bar());
-    bar.set_style(style);
+    bar.set_style(style("{prefix:>12} preloading: {pos} requests"));
     bar.set_prefix(label.to_string());
     bar
+}
+
+fn style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar())
 }
 
 /// Runs `workload` against `db` (whose files are in `dir`) as `config` says.
@@ -141,7 +143,6 @@ pub fn run_workload(
 ) -> Result<RunResult> {
     config.validate()?;
     let bar = progress_bar(config, label);
-    bar.set_message("preloading");
     let preloaded_ops = preload(db, workload.as_mut(), &bar)?;
 
     let before = db.stats();
@@ -149,9 +150,18 @@ pub fn run_workload(
     let mut rss_peak = rss_bytes().unwrap_or(0);
     let mut disk_peak = dir_size_bytes(dir);
     bar.set_position(0);
-    bar.set_length(config.total_ops().unwrap_or(0));
-    bar.set_message("requests");
-    bar.reset_eta();
+    match config.total_ops() {
+        Some(total) => {
+            bar.set_length(total);
+            bar.set_style(style(
+                "{prefix:>12} [{wide_bar}] {pos}/{len} requests, {msg}, ETA {eta}",
+            ));
+        }
+        None => {
+            bar.set_style(style("{prefix:>12} {spinner} {pos} requests, {msg}, {elapsed} elapsed"));
+        }
+    }
+    bar.reset();
 
     let source = OpSource::new(workload, config.total_ops());
     let interval_ns = config.interval.as_nanos() as u64;
@@ -171,6 +181,10 @@ pub fn run_workload(
             std::thread::sleep(SAMPLE_EVERY);
             let done = shared.done.load(Ordering::Relaxed);
             bar.set_position(done);
+            let seconds = shared.run_start.elapsed().as_secs_f64();
+            if seconds > 0.0 {
+                bar.set_message(format!("{:.0} ops/s", done as f64 / seconds));
+            }
             if let Some(duration) = config.duration {
                 if measure_start.is_none() && done >= config.warmup_ops {
                     measure_start = Some(Instant::now());

@@ -5,8 +5,8 @@ use std::{io::Write, path::Path, time::Duration};
 
 use lamina::{Durability, Error, Result};
 use lamina_bench::{
-    BenchConfig, BenchOutcome, DEFAULT_INTERVAL, EngineParams, Mix, WorkloadConfig, WorkloadKind,
-    default_bucket_ops, default_warmup_ops,
+    BenchConfig, BenchOutcome, DEFAULT_INTERVAL, EngineFactory, EngineParams, Factories, Mix,
+    PeerFactory, WorkloadConfig, WorkloadKind, default_bucket_ops, default_warmup_ops,
     experiment::{Experiment, ExperimentPlan},
     plot::write_plots,
     report::{render_table, write_timeline_csv},
@@ -15,8 +15,7 @@ use lamina_bench::{
     workload::record_trace,
 };
 
-use super::{AllEngines, BenchArgs};
-use lamina_bench::PeerFactory;
+use super::{BenchArgs, LaminaFactory, peers_built};
 
 fn lamina_peers_feature_missing() -> &'static str {
     "built without the `peers` feature; rebuild with `cargo build -p lamina-cli --features peers` \
@@ -96,6 +95,9 @@ fn check_combinations(args: &BenchArgs, kind: WorkloadKind) -> Result<()> {
             "rate",
             "--rate and --queue-slots belong to the open system; add --readers and --writers",
         ));
+    }
+    if let Some(device) = &args.device {
+        lamina_storage::DeviceProfile::from_name(device)?;
     }
     if args.emulate && args.device.is_none() {
         return Err(bad("emulate", "--emulate imposes a --device profile; give --device PROFILE"));
@@ -244,7 +246,7 @@ pub fn bench_config(
     }
     // A build without the peers lists none of them; asking for one says what to rebuild.
     if let Some(peer) = engines.iter().find(|e| PeerFactory::is_peer(e))
-        && !AllEngines::peers_built()
+        && !peers_built()
     {
         return Err(Error::Unsupported {
             what: format!("peer engine `{peer}`: {}", lamina_peers_feature_missing()),
@@ -349,6 +351,16 @@ fn write_outputs(
     stdout.write_all(table.as_bytes()).map_err(|e| Error::io("printing the report", e))
 }
 
+/// Every engine this build can benchmark: lamina's own, then (feature `peers`) the peer
+/// engines, added here as one more member.
+fn engines() -> Factories {
+    let mut members: Vec<Box<dyn EngineFactory>> = vec![Box::new(LaminaFactory)];
+    if peers_built() {
+        members.push(Box::new(PeerFactory));
+    }
+    Factories::new(members)
+}
+
 /// Creates the directories the outputs go to before anything runs, so a bad path fails
 /// at once rather than after the benchmark.
 fn prepare_output_dirs(args: &BenchArgs) -> Result<()> {
@@ -374,7 +386,7 @@ pub fn run(args: &BenchArgs, dir: Option<&Path>, engine: Option<&str>) -> Result
         return Ok(());
     }
     prepare_output_dirs(args)?;
-    let outcome = run_bench(&AllEngines, &config, &mut |note| eprintln!("lamina bench: {note}"))?;
+    let outcome = run_bench(&engines(), &config, &mut |note| eprintln!("lamina bench: {note}"))?;
     write_outputs(args, &outcome, experiment)
 }
 
@@ -457,6 +469,7 @@ mod tests {
         refused("--experiment nope --out d", "unknown experiment");
         refused("--workload nope", "unknown workload");
         refused("--emulate", "give --device");
+        refused("--device floppy", "known profiles: host");
         refused("--durability maybe", "expected sync");
         refused("--durability buffered:0", "durability");
         refused("--workload gr --mix 1:x:1", "mix");

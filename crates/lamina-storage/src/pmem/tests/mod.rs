@@ -1,0 +1,7 @@
+//! Persistent-memory tests.
+
+mod alloc;
+mod crash_points;
+mod format;
+mod mmap;
+mod simulated;
