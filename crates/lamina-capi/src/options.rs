@@ -101,6 +101,7 @@ impl LaminaOptions {
             memory_budget_bytes: self.memory_budget_bytes,
             cache_bytes: self.cache_bytes,
             create_if_missing: self.create_if_missing != 0,
+            ..Options::default()
         })
     }
 }

@@ -107,8 +107,10 @@ fn errors_are_one_line() {
 }
 
 #[test]
-fn engines_lists_mem() {
+fn engines_lists_every_engine_and_the_default() {
     let out = Command::new(env!("CARGO_BIN_EXE_lamina")).arg("engines").output().unwrap();
     assert!(out.status.success());
-    assert!(stdout(&out).starts_with("mem"));
+    let listed = stdout(&out);
+    assert!(listed.contains("fdtree-xm (default)"), "{listed}");
+    assert!(listed.contains("\nmem\t"), "{listed}");
 }

@@ -83,7 +83,7 @@ pub enum CostModel {
 }
 
 /// A named device cost model.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceProfile {
     /// The profile's name (as accepted by [`DeviceProfile::from_name`]).
     pub name: &'static str,

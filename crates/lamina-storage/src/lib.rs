@@ -9,6 +9,7 @@
 //! - [`block`]: the checksummed block format (`docs/format/block.md`).
 //! - [`superblock`]: crash-atomic commit of an engine's root state (two alternating slots).
 //! - [`freelist`]: allocate/free block numbers in a file, reuse after a durable commit.
+//! - [`log`]: the group-commit log (coalesced cyclic log of the SIGMOD 2011 contest paper).
 //! - [`faulty`], [`fault_plan`], [`crash_points`]: the fault-injecting backend, its seeded
 //!   plan, and the crash-at-every-operation test loop.
 //! - [`cache`]: the block cache (byte budget, scan-resistant CLOCK, pins, per-block latches).
@@ -25,6 +26,7 @@ pub mod fault_plan;
 pub mod faulty;
 pub mod file;
 pub mod freelist;
+pub mod log;
 pub mod memory;
 pub mod pmem;
 pub mod superblock;

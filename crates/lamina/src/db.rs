@@ -2,9 +2,12 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use lamina_core::{CasOutcome, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch};
+use lamina_fdtree::{FdTree, FdTreeOptions};
 use lamina_mem::MemEngine;
+use lamina_storage::{AccountingOptions, FileOptions, FileStorage, Storage};
 
 use crate::iter::ScanIter;
 use crate::meta::{META_FILE_NAME, Meta};
@@ -17,12 +20,14 @@ pub const LOCK_FILE_NAME: &str = "LOCK";
 #[derive(Debug)]
 enum Engine {
     Mem(MemEngine),
+    Fdtree(FdTree),
 }
 
 macro_rules! dispatch {
     ($self:expr, $engine:ident => $body:expr) => {
         match &$self.engine {
             Engine::Mem($engine) => $body,
+            Engine::Fdtree($engine) => $body,
         }
     };
 }
@@ -49,7 +54,7 @@ impl Db {
         prepare_dir(dir, options.create_if_missing)?;
         let lock = lock_dir(dir)?;
         match Meta::read(dir)? {
-            Some(meta) if meta.engine != options.engine.name() => {
+            Some(meta) if meta.engine != options.engine.format_name() => {
                 return Err(Error::Incompatible {
                     reason: format!(
                         "{} holds a `{}` database; it cannot be opened as `{}`",
@@ -74,18 +79,27 @@ impl Db {
                         ),
                     });
                 }
-                Meta { engine: options.engine.name().to_string() }.write(dir)?;
+                Meta { engine: options.engine.format_name().to_string() }.write(dir)?;
             }
         }
         let engine = match options.engine {
             EngineKind::Mem => Engine::Mem(MemEngine::open(dir)?),
+            EngineKind::Fdtree(mode) => {
+                let fdtree = FdTreeOptions {
+                    memory_budget_bytes: options.memory_budget_bytes,
+                    mode,
+                    durability: options.durability,
+                    ..FdTreeOptions::default()
+                };
+                Engine::Fdtree(FdTree::open(file_storage(dir, &options)?, &fdtree)?)
+            }
         };
         Ok(Db { engine, kind: options.engine, dir: dir.to_path_buf(), _lock: lock })
     }
 
     /// The engine recorded in `dir`, if `dir` holds a lamina database.
     pub fn engine_of(dir: impl AsRef<Path>) -> Result<Option<EngineKind>> {
-        Meta::read(dir.as_ref())?.map(|meta| EngineKind::from_name(&meta.engine)).transpose()
+        Meta::read(dir.as_ref())?.map(|meta| EngineKind::from_format_name(&meta.engine)).transpose()
     }
 
     /// The engine this database uses.
@@ -102,6 +116,17 @@ impl Db {
     pub fn iter(&self, range: KeyRange) -> ScanIter<'_, Db> {
         ScanIter::new(self, range)
     }
+}
+
+/// The file backend over `dir`, with the accounting's device model from `options`.
+fn file_storage(dir: &Path, options: &Options) -> Result<Arc<dyn Storage>> {
+    let accounting = AccountingOptions {
+        device: options.device,
+        emulate: options.emulate_device,
+        ..AccountingOptions::default()
+    };
+    let file_options = FileOptions { accounting, ..FileOptions::default() };
+    Ok(Arc::new(FileStorage::open_dir(dir, file_options)?))
 }
 
 fn prepare_dir(dir: &Path, create_if_missing: bool) -> Result<()> {

@@ -1,23 +1,41 @@
 //! The engines behind the API, by name.
 
 use lamina_core::Error;
+use lamina_fdtree::FcMode;
 
 /// An index design. Every engine implements the same [`lamina_core::OrderedIndex`] contract.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EngineKind {
     /// `mem`: a concurrent in-memory B-tree map; the test oracle and benchmark baseline.
     Mem,
+    /// `fdtree`: the FD+tree (logarithmic method + fractional cascading) with a concurrency
+    /// scheme. The on-disk format is the same for every scheme, so a directory created with
+    /// one may be opened with another.
+    Fdtree(FcMode),
 }
 
 impl EngineKind {
-    /// Every engine this build contains.
-    pub const ALL: &'static [EngineKind] = &[EngineKind::Mem];
+    /// Every engine this build contains, under every name it answers to. FD+DS and FD+FC
+    /// are listed once they are implemented.
+    pub const ALL: &'static [EngineKind] = &[EngineKind::Fdtree(FcMode::Xm), EngineKind::Mem];
 
-    /// The engine's name as used on the command line and in the metadata file.
+    /// The engine's name as used on the command line and in benchmarks.
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Mem => "mem",
+            EngineKind::Fdtree(FcMode::Xm) => "fdtree-xm",
+            EngineKind::Fdtree(FcMode::Ds) => "fdtree-ds",
+            EngineKind::Fdtree(FcMode::Fc) => "fdtree-fc",
+        }
+    }
+
+    /// The name recorded in the database directory: the on-disk format, not the runtime
+    /// scheme (`fdtree` for every FD+tree mode).
+    pub fn format_name(self) -> &'static str {
+        match self {
+            EngineKind::Mem => "mem",
+            EngineKind::Fdtree(_) => "fdtree",
         }
     }
 
@@ -28,22 +46,46 @@ impl EngineKind {
                 "in-memory ordered map (RwLock<BTreeMap>); snapshot on clean close; the \
                  oracle of the conformance tests and the baseline of the benchmarks"
             }
+            EngineKind::Fdtree(FcMode::Xm) => {
+                "FD+tree (logarithmic method + fractional cascading, one-pass multi-level \
+                 merge) with FD+XM: one readers-writer lock held by merges; logged, crash-safe"
+            }
+            EngineKind::Fdtree(FcMode::Ds) => "FD+tree with FD+DS: merges build levels on the side",
+            EngineKind::Fdtree(FcMode::Fc) => {
+                "FD+tree with FD+FC: wavefront merge, readers never wait for a merge"
+            }
         }
     }
 
-    /// The engine called `name`, or an error listing the names.
+    /// The engine called `name` (`fdtree` is the FD+tree with its default scheme), or an
+    /// error listing the names.
     pub fn from_name(name: &str) -> Result<Self, Error> {
+        if name == "fdtree" {
+            return Ok(EngineKind::Fdtree(FcMode::default()));
+        }
         EngineKind::ALL.iter().copied().find(|k| k.name() == name).ok_or_else(|| {
             let names: Vec<_> = EngineKind::ALL.iter().map(|k| k.name()).collect();
-            Error::option("engine", format!("unknown engine `{name}`; known: {}", names.join(", ")))
+            Error::option(
+                "engine",
+                format!("unknown engine `{name}`; known: fdtree, {}", names.join(", ")),
+            )
         })
+    }
+
+    /// The engine that a directory whose metadata names `format_name` is opened with when
+    /// the caller does not choose.
+    pub fn from_format_name(format_name: &str) -> Result<Self, Error> {
+        match format_name {
+            "fdtree" => Ok(EngineKind::Fdtree(FcMode::default())),
+            other => EngineKind::from_name(other),
+        }
     }
 }
 
 impl Default for EngineKind {
-    /// The default engine. DESIGN.md names `fdtree`; until it lands, `mem`.
+    /// The default engine: the FD+tree (DESIGN.md), with its default concurrency scheme.
     fn default() -> Self {
-        EngineKind::Mem
+        EngineKind::Fdtree(FcMode::default())
     }
 }
 
@@ -61,8 +103,13 @@ mod tests {
     fn names_roundtrip() {
         for kind in EngineKind::ALL {
             assert_eq!(EngineKind::from_name(kind.name()).unwrap(), *kind);
+            assert_eq!(
+                EngineKind::from_format_name(kind.format_name()).unwrap().format_name(),
+                kind.format_name()
+            );
         }
+        assert_eq!(EngineKind::from_name("fdtree").unwrap(), EngineKind::default());
         let err = EngineKind::from_name("nope").unwrap_err();
-        assert!(err.to_string().contains("known: mem"), "{err}");
+        assert!(err.to_string().contains("known: fdtree, fdtree-xm, mem"), "{err}");
     }
 }

@@ -32,6 +32,8 @@ pub use lamina_core::{
     BatchOp, CasOutcome, Durability, Entry, Error, InvalidArgument, IoStats, KeyRange,
     OrderedIndex, Result, Stats, WriteBatch,
 };
+pub use lamina_fdtree::FcMode;
+pub use lamina_storage::DeviceProfile;
 pub use meta::{META_FILE_NAME, Meta};
 pub use options::Options;
 

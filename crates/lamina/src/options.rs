@@ -1,6 +1,7 @@
 //! Options of [`crate::Db::open`], validated before anything is created.
 
 use lamina_core::{Durability, Error, Result};
+use lamina_storage::DeviceProfile;
 
 use crate::EngineKind;
 
@@ -18,6 +19,12 @@ pub struct Options {
     pub cache_bytes: u64,
     /// Create the directory if it does not exist.
     pub create_if_missing: bool,
+    /// The device whose cost model turns the engine's I/O into modeled time
+    /// (`Stats::io.modeled_device_ns`); `host` models nothing.
+    pub device: DeviceProfile,
+    /// Impose the device's modeled latency for real (sleep on each access), so wall-clock
+    /// runs reproduce its asymmetry.
+    pub emulate_device: bool,
 }
 
 impl Default for Options {
@@ -28,6 +35,8 @@ impl Default for Options {
             memory_budget_bytes: 4 << 20,
             cache_bytes: 15 << 20,
             create_if_missing: true,
+            device: DeviceProfile::host(),
+            emulate_device: false,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The conformance kit through the facade, for every engine kind.
+//! The conformance kit through the facade, for every engine kind. (Each engine crate runs
+//! it too, with `Durability::Sync` and simulated crashes; here it checks the dispatch.)
 
 use lamina::{Db, Durability, EngineKind, Options, Result};
 use lamina_core::testkit::Subject;
@@ -23,7 +24,16 @@ impl Subject for DbSubject {
     }
 }
 
-lamina_core::conformance_tests!(super::DbSubject {
-    dir: tempfile::tempdir().unwrap(),
-    kind: EngineKind::Mem
-});
+mod mem {
+    lamina_core::conformance_tests!(super::super::DbSubject {
+        dir: tempfile::tempdir().unwrap(),
+        kind: lamina::EngineKind::Mem
+    });
+}
+
+mod fdtree_xm {
+    lamina_core::conformance_tests!(super::super::DbSubject {
+        dir: tempfile::tempdir().unwrap(),
+        kind: lamina::EngineKind::Fdtree(lamina::FcMode::Xm)
+    });
+}

@@ -4,7 +4,7 @@
 
 use std::{path::Path, sync::Arc};
 
-use lamina::{Db, EngineKind, Error, Options, OrderedIndex, Result};
+use lamina::{Db, DeviceProfile, EngineKind, Error, Options, OrderedIndex, Result};
 use lamina_bench::{EngineFactory, EngineInfo, EngineParams};
 
 /// Opens lamina's engines.
@@ -13,19 +13,26 @@ pub struct LaminaFactory;
 
 impl LaminaFactory {
     fn options(name: &str, params: &EngineParams) -> Result<Options> {
-        if params.device.is_some() || params.emulate {
+        let kind = EngineKind::from_name(name)?;
+        let device = match &params.device {
+            Some(device) => DeviceProfile::from_name(device)?,
+            None => DeviceProfile::host(),
+        };
+        if kind == EngineKind::Mem && (params.device.is_some() || params.emulate) {
             return Err(Error::Unsupported {
                 what: format!(
-                    "--device/--emulate with engine `{name}`: device profiles need lamina-storage, which this build's engines do not use yet"
+                    "--device/--emulate with engine `{name}`: it does no block I/O to model"
                 ),
             });
         }
         let options = Options {
-            engine: EngineKind::from_name(name)?,
+            engine: kind,
             durability: params.durability,
             memory_budget_bytes: params.memory_budget_bytes,
             cache_bytes: params.cache_bytes,
             create_if_missing: true,
+            device,
+            emulate_device: params.emulate,
         };
         options.validate()?;
         Ok(options)

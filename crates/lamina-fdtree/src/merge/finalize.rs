@@ -1,0 +1,186 @@
+//! Merge-finalize (section 2.3, equation 3): tighten each new level to the smallest level
+//! number that keeps (I3) and (I5), let `L_z` (the last new level that can be `L_0`) replace
+//! `L_0` and skip `L_1..L_z`, relabel the others, and so shrink the tree when a full merge
+//! produced little data. The last new level keeps its number unless the merge was full
+//! (footnote 7, Remark A.3).
+
+use lamina_core::Result;
+
+use super::execute::Executed;
+use crate::level::DiskLevel;
+use crate::options::Params;
+use crate::top::TopLevel;
+use crate::tree::Tree;
+
+/// Most level numbers considered when tightening (`kappa_j` saturates long before).
+const LEVEL_SEARCH_MAX: usize = 128;
+
+/// The outcome of equation 3 for the new levels `L_0_new..L_m_new`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Relabel {
+    /// `o_i` for each new level.
+    pub o: Vec<usize>,
+    /// `z = argmax_i (o_i = 0)`.
+    pub z: usize,
+}
+
+/// Equation 3: `o_i = argmin_j (B(L_i) <= kappa_j and B(L_succ(i)) <= kappa_(j+1))`.
+/// `sizes[i]` is `B(L_i_new)`; `succ_below` is `B(L_succ(m))` (none for a full merge).
+pub fn plan_relabel(
+    sizes: &[u64],
+    succ_below: Option<u64>,
+    full: bool,
+    params: &Params,
+) -> Relabel {
+    let m = sizes.len() - 1;
+    let o: Vec<usize> = (0..=m)
+        .map(|i| {
+            if i == m && !full {
+                return m;
+            }
+            let succ = if i < m { Some(sizes[i + 1]) } else { succ_below };
+            (0..LEVEL_SEARCH_MAX)
+                .find(|&j| {
+                    sizes[i] <= params.kappa(j) && succ.is_none_or(|s| s <= params.kappa(j + 1))
+                })
+                .expect("kappa_j grows without bound")
+        })
+        .collect();
+    let z = (0..=m).rev().find(|&i| o[i] == 0).expect("o_0 = 0: L_0_new fits kappa_0");
+    // The options guarantee that fence-only levels shrink faster than kappa (see options.rs),
+    // which makes the relabeled levels strictly increasing.
+    for i in z + 1..=m {
+        assert!(o[i] <= i.max(o[m]), "tightening moved level {i} down to {}", o[i]);
+        if i > z + 1 {
+            assert!(o[i - 1] < o[i], "relabeled levels out of order: {o:?}");
+        }
+    }
+    Relabel { o, z }
+}
+
+impl Tree {
+    /// Applies merge-finalize to the result of merge-execute and switches the tree to it.
+    /// Returns `z`.
+    pub(crate) fn finalize(&mut self, m: usize, executed: Executed) -> Result<usize> {
+        let Executed { top, levels: mut new_levels, cancellations, cancelled_bytes, full } =
+            executed;
+        let old_height = self.height();
+        let mut sizes = vec![self.params.blocks_of(top.sized_bytes())];
+        sizes.extend(new_levels.iter().map(|l| l.size_blocks(&self.params)));
+        let succ_below =
+            self.levels.iter().find(|l| l.label > m).map(|l| l.size_blocks(&self.params));
+        let plan = plan_relabel(&sizes, succ_below, full, &self.params);
+        // 1) If z > 0, L_z's content replaces L_0 and L_1..L_z are skipped.
+        let top = if plan.z > 0 {
+            match self.load_top(&new_levels[plan.z - 1]) {
+                Ok(t) => t,
+                Err(e) => {
+                    for l in &new_levels {
+                        let _ = self.store.remove(l.file_id); // best effort; tree unchanged
+                    }
+                    return Err(e);
+                }
+            }
+        } else {
+            top
+        };
+        // 2) Relabel the remaining new levels L_(z+1)..L_m as L_(o_i).
+        let mut tightened = 0;
+        let mut kept: Vec<DiskLevel> = new_levels.split_off(plan.z);
+        for (level, &o) in kept.iter_mut().zip(&plan.o[plan.z + 1..]) {
+            if o < level.label {
+                tightened += 1;
+            }
+            level.label = o;
+        }
+        let dropped_new = new_levels; // L_1_new..L_z_new
+        let (old_merged, old_below): (Vec<DiskLevel>, Vec<DiskLevel>) =
+            std::mem::take(&mut self.levels).into_iter().partition(|l| l.label <= m);
+        kept.extend(old_below);
+        self.levels = kept;
+        self.top = top;
+        self.counters.inserts -= cancellations;
+        self.counters.deletes -= cancellations;
+        self.counters.insert_bytes -= cancelled_bytes;
+        self.counters.cancelled_bytes -= cancelled_bytes;
+        self.merges.levels_skipped += dropped_new.len() as u64;
+        self.merges.levels_tightened += tightened;
+        if full {
+            self.merges.full += 1;
+            match self.height().cmp(&old_height) {
+                std::cmp::Ordering::Greater => self.merges.grew += 1,
+                std::cmp::Ordering::Less => self.merges.shrank += 1,
+                std::cmp::Ordering::Equal => {}
+            }
+        }
+        // Reclaim the replaced levels. The tree no longer refers to them; a failure leaks
+        // a file but leaves the tree consistent, and is reported.
+        let defer = self.persist.is_some();
+        if defer {
+            self.obsolete_files.extend(old_merged.iter().map(|l| l.file_id));
+        }
+        let reclaim_now = if defer { &[][..] } else { &old_merged[..] };
+        let mut first_err = Ok(());
+        for l in dropped_new.iter().chain(reclaim_now) {
+            if let Err(e) = self.store.remove(l.file_id)
+                && first_err.is_ok()
+            {
+                first_err = Err(e);
+            }
+        }
+        first_err.map(|()| plan.z)
+    }
+
+    /// Reads a whole (small) level into a new `L_0`.
+    fn load_top(&self, level: &DiskLevel) -> Result<TopLevel> {
+        let mut top = TopLevel::new();
+        for index in 0..level.blocks {
+            for e in self.store.read(&*level.file, level.file_id, index)?.entries {
+                top.add_entry(e);
+            }
+        }
+        Ok(top)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::FdTreeOptions;
+
+    fn params() -> Params {
+        // kappa_0 = 4, gamma = 4: kappa = 4, 16, 64, 256.
+        FdTreeOptions {
+            memory_budget_bytes: 4 * 512,
+            block_bytes: 512,
+            size_ratio: 4,
+            key_bytes_max: 8,
+            value_bytes_max: 8,
+            ..FdTreeOptions::default()
+        }
+        .params()
+        .unwrap()
+    }
+
+    #[test]
+    fn chains_of_small_levels_are_skipped() {
+        // Figure 4: L_1 and L_2 hold one block each, L_3 holds the data.
+        let r = plan_relabel(&[1, 1, 1, 200], Some(300), false, &params());
+        assert_eq!(r.o, vec![0, 0, 2, 3]);
+        assert_eq!(r.z, 1);
+    }
+
+    #[test]
+    fn full_merge_tightens_the_bottom_and_shrinks() {
+        // A cancellation-heavy full merge: 10 blocks of data fit L_1.
+        let r = plan_relabel(&[1, 1, 1, 10], None, true, &params());
+        assert_eq!(r.o, vec![0, 0, 0, 1]);
+        assert_eq!(r.z, 2);
+        // Almost nothing left: the bottom becomes L_0 and the tree has height 1.
+        let r = plan_relabel(&[1, 1, 1, 3], None, true, &params());
+        assert_eq!(r.z, 3);
+        // A partial merge never relabels its last level (Remark A.3).
+        let r = plan_relabel(&[1, 1, 1, 3], Some(100), false, &params());
+        assert_eq!(r.o[3], 3);
+    }
+}

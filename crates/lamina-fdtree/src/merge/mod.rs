@@ -1,0 +1,19 @@
+//! Merge (paper section 2.3): merge-prepare chooses `m` (eqs. 1-2), merge-execute writes all
+//! new levels `L_0..L_m` in one pass (bottom-up fence propagation with `p_last`), and
+//! merge-finalize tightens, skips and relabels the new levels (eq. 3).
+//!
+//! Under FD+XM the whole merge runs under the tree's write lock. Execute only reads the old
+//! levels and writes new files; the tree is changed in finalize, after every new block is
+//! written, so a failed merge leaves the old tree intact (its new files are removed).
+
+mod coalesce;
+mod driver;
+mod execute;
+mod finalize;
+mod prepare;
+mod writer;
+
+pub use coalesce::{Net, coalesce};
+pub use driver::Trigger;
+pub use finalize::{Relabel, plan_relabel};
+pub use prepare::{LevelSize, choose_m, u_hat};

@@ -1,0 +1,195 @@
+//! `L_0`, the in-memory top level (paper section 2.1: "a standard data structure that supports
+//! lookup, in-place insert and delete, and ordered scan"). Fences and data entries are kept in
+//! two ordered maps so that "the fence with the largest key <= k" is one range query.
+
+use std::collections::BTreeMap;
+
+use crate::entry::{BlockPtr, Entry, delete_bytes, fence_bytes, insert_bytes};
+
+/// The data entries of one key in `L_0`: one of the four cases of section 2.2 (never both
+/// `false`/`None`, which is "no entry").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DataSlot {
+    /// A delete entry is present.
+    pub delete: bool,
+    /// An insert entry is present, with this value.
+    pub insert: Option<Vec<u8>>,
+}
+
+impl DataSlot {
+    /// Encoded bytes of the slot's entries for `key`.
+    pub fn bytes(&self, key: &[u8]) -> u64 {
+        let d = if self.delete { delete_bytes(key.len()) } else { 0 };
+        let i = self.insert.as_ref().map_or(0, |v| insert_bytes(key.len(), v.len()));
+        (d + i) as u64
+    }
+}
+
+/// The top level.
+#[derive(Debug, Clone, Default)]
+pub struct TopLevel {
+    fences: BTreeMap<Vec<u8>, BlockPtr>,
+    data: BTreeMap<Vec<u8>, DataSlot>,
+    /// Encoded bytes of all entries except the `-infinity` fence (the leading fence of `L_0`).
+    sized_bytes: u64,
+    data_bytes: u64,
+    fence_bytes: u64,
+}
+
+impl TopLevel {
+    /// An empty top level.
+    pub fn new() -> Self {
+        TopLevel::default()
+    }
+
+    /// Bytes counting toward `B(L_0)`.
+    pub fn sized_bytes(&self) -> u64 {
+        self.sized_bytes
+    }
+
+    /// Encoded bytes of data entries.
+    pub fn data_bytes(&self) -> u64 {
+        self.data_bytes
+    }
+
+    /// Encoded bytes of fences.
+    pub fn fence_bytes(&self) -> u64 {
+        self.fence_bytes
+    }
+
+    /// The data entries of `key`.
+    pub fn slot(&self, key: &[u8]) -> Option<&DataSlot> {
+        self.data.get(key)
+    }
+
+    /// Replaces the data entries of `key` (`None` or an empty slot removes them).
+    pub fn set_slot(&mut self, key: &[u8], slot: Option<DataSlot>) {
+        if let Some(old) = self.data.remove(key) {
+            let b = old.bytes(key);
+            self.sized_bytes -= b;
+            self.data_bytes -= b;
+        }
+        if let Some(slot) = slot
+            && (slot.delete || slot.insert.is_some())
+        {
+            let b = slot.bytes(key);
+            self.sized_bytes += b;
+            self.data_bytes += b;
+            self.data.insert(key.to_vec(), slot);
+        }
+    }
+
+    /// Adds a fence (replacing one with the same key).
+    pub fn add_fence(&mut self, key: Vec<u8>, ptr: BlockPtr) {
+        let b = fence_bytes(key.len()) as u64;
+        let sized = if key.is_empty() { 0 } else { b };
+        if self.fences.insert(key, ptr).is_none() {
+            self.fence_bytes += b;
+            self.sized_bytes += sized;
+        }
+    }
+
+    /// Adds any entry (used when a fence-only or bottom level is relabeled `L_0`).
+    pub fn add_entry(&mut self, e: Entry) {
+        match e {
+            Entry::Fence { key, ptr } => self.add_fence(key, ptr),
+            Entry::Delete { key } => {
+                let mut slot = self.data.get(&key).cloned().unwrap_or_default();
+                slot.delete = true;
+                self.set_slot(&key, Some(slot));
+            }
+            Entry::Insert { key, value } => {
+                let mut slot = self.data.get(&key).cloned().unwrap_or_default();
+                slot.insert = Some(value);
+                self.set_slot(&key, Some(slot));
+            }
+        }
+    }
+
+    /// The fence with the largest key `<= key` (Algorithm 2, line 10).
+    pub fn fence_at_or_before(&self, key: &[u8]) -> Option<(&[u8], BlockPtr)> {
+        self.fences
+            .range::<[u8], _>((std::ops::Bound::Unbounded, std::ops::Bound::Included(key)))
+            .next_back()
+            .map(|(k, p)| (k.as_slice(), *p))
+    }
+
+    /// Number of fences.
+    pub fn fence_count(&self) -> usize {
+        self.fences.len()
+    }
+
+    /// Number of keys with data entries.
+    pub fn data_keys(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Fences in key order.
+    pub fn fences(&self) -> impl Iterator<Item = (&Vec<u8>, &BlockPtr)> {
+        self.fences.iter()
+    }
+
+    /// Data slots in key order, starting at `from`.
+    pub fn data_from(
+        &self,
+        from: std::ops::Bound<&[u8]>,
+    ) -> impl Iterator<Item = (&Vec<u8>, &DataSlot)> {
+        self.data.range::<[u8], _>((from, std::ops::Bound::Unbounded))
+    }
+
+    /// All entries in level order (fence, delete, insert per key).
+    pub fn entries(&self) -> Vec<Entry> {
+        let mut out = Vec::with_capacity(self.fences.len() + self.data.len());
+        let mut fences = self.fences.iter().peekable();
+        let mut data = self.data.iter().peekable();
+        loop {
+            let take_fence = match (fences.peek(), data.peek()) {
+                (None, None) => break,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some((fk, _)), Some((dk, _))) => fk <= dk,
+            };
+            if take_fence {
+                let (k, p) = fences.next().expect("peeked");
+                out.push(Entry::Fence { key: k.clone(), ptr: *p });
+            } else {
+                let (k, slot) = data.next().expect("peeked");
+                if slot.delete {
+                    out.push(Entry::Delete { key: k.clone() });
+                }
+                if let Some(v) = &slot.insert {
+                    out.push(Entry::Insert { key: k.clone(), value: v.clone() });
+                }
+            }
+        }
+        out
+    }
+
+    /// Memory held, approximately (entries plus map overhead).
+    pub fn memory_bytes(&self) -> u64 {
+        self.data_bytes + self.fence_bytes + 64 * (self.fences.len() + self.data.len()) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_accounting_follows_changes() {
+        let mut t = TopLevel::new();
+        t.add_fence(vec![], BlockPtr { file: 1, index: 0 });
+        assert_eq!(t.sized_bytes(), 0);
+        t.set_slot(b"k", Some(DataSlot { delete: true, insert: Some(b"v".to_vec()) }));
+        let n = (delete_bytes(1) + insert_bytes(1, 1)) as u64;
+        assert_eq!(t.sized_bytes(), n);
+        t.set_slot(b"k", Some(DataSlot { delete: true, insert: None }));
+        assert_eq!(t.sized_bytes(), delete_bytes(1) as u64);
+        t.set_slot(b"k", None);
+        assert_eq!(t.sized_bytes(), 0);
+        t.add_fence(b"m".to_vec(), BlockPtr { file: 1, index: 1 });
+        assert_eq!(t.fence_at_or_before(b"z").unwrap().0, b"m");
+        assert_eq!(t.fence_at_or_before(b"a").unwrap().0, b"");
+        assert_eq!(t.entries().len(), 2);
+    }
+}

@@ -1,0 +1,88 @@
+//! Readers, writers and merges together (FD+XM): writers own disjoint keys and write
+//! increasing versions; readers check that no value ever goes back and that scans stay
+//! ordered, while tiny levels make merges constant. The final content is checked exactly.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use lamina_core::{KeyRange, OrderedIndex};
+use lamina_fdtree::{FdTree, FdTreeOptions};
+
+const WRITERS: u64 = 3;
+const KEYS_PER_WRITER: u64 = 150;
+const ROUNDS: u32 = 4;
+
+fn key(w: u64, i: u64) -> [u8; 8] {
+    (w * 1_000_000 + i).to_be_bytes()
+}
+
+#[test]
+fn readers_writers_and_merges() {
+    let options = FdTreeOptions {
+        memory_budget_bytes: 512,
+        block_bytes: 512,
+        size_ratio: 2,
+        key_bytes_max: 8,
+        value_bytes_max: 8,
+        ..FdTreeOptions::default()
+    };
+    let db = Arc::new(FdTree::volatile(&options).unwrap());
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|r| {
+            let (db, done) = (db.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut seen: HashMap<[u8; 8], u32> = HashMap::new();
+                let mut x = 12345u64 + r;
+                let mut checks = 0u64;
+                while !done.load(Ordering::Relaxed) || checks < 100 {
+                    x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    let k = key(x % WRITERS, (x >> 20) % KEYS_PER_WRITER);
+                    if let Some(v) = db.get(&k).unwrap() {
+                        let version = u32::from_le_bytes(v[..4].try_into().unwrap());
+                        let last = seen.entry(k).or_insert(0);
+                        assert!(version >= *last, "value of {k:?} went back");
+                        *last = version;
+                    }
+                    if checks.is_multiple_of(50) {
+                        let page = db.scan(&KeyRange::all(), 200).unwrap();
+                        assert!(page.windows(2).all(|w| w[0].0 < w[1].0), "scan out of order");
+                    }
+                    checks += 1;
+                }
+            })
+        })
+        .collect();
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for round in 1..=ROUNDS {
+                    for i in 0..KEYS_PER_WRITER {
+                        db.put(&key(w, i), &round.to_le_bytes()).unwrap();
+                    }
+                    // Delete a different third of the keys each round except the last.
+                    if round < ROUNDS {
+                        for i in (0..KEYS_PER_WRITER).filter(|i| i % 3 == u64::from(round % 3)) {
+                            assert!(db.delete(&key(w, i)).unwrap());
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    for r in readers {
+        r.join().unwrap();
+    }
+    db.verify().unwrap();
+    let all = db.scan(&KeyRange::all(), 1 << 20).unwrap();
+    assert_eq!(all.len() as u64, WRITERS * KEYS_PER_WRITER);
+    assert!(all.iter().all(|(_, v)| v == &ROUNDS.to_le_bytes()));
+    let merges = db.with_tree(|t| t.merge_counts().overflow).unwrap();
+    assert!(merges > 20, "{merges} merges");
+}
