@@ -17,6 +17,7 @@ mod engine;
 pub mod experiment;
 pub mod metrics;
 mod op;
+mod peers;
 pub mod plot;
 pub mod report;
 pub mod runner;
@@ -28,4 +29,5 @@ pub use bench::{
 };
 pub use engine::{EngineFactory, EngineInfo, EngineParams, Factories};
 pub use op::{Op, OpKind, Value, fnv64, int_key, int_of_key, splitmix64};
+pub use peers::PeerFactory;
 pub use workload::{Mix, Workload, WorkloadConfig, WorkloadKind};

@@ -5,6 +5,7 @@ use std::ops::Bound;
 use std::process::ExitCode;
 
 use lamina::{Db, Durability, EngineKind, KeyRange, Options};
+use lamina_bench::EngineFactory;
 
 use crate::args::GlobalArgs;
 use crate::encoding;
@@ -51,7 +52,15 @@ pub fn engines() -> ExitCode {
         let default = if *kind == EngineKind::default() { " (default)" } else { "" };
         let line = writeln!(out, "{}{default}\t{}", kind.name(), kind.description());
         if line.is_err() {
-            break;
+            return ExitCode::SUCCESS;
+        }
+    }
+    // Peers are listed only by a build that can open them (feature `peers`).
+    if crate::bench::peers_built() {
+        for peer in lamina_bench::PeerFactory.engines() {
+            if writeln!(out, "{}\t{}", peer.name, peer.description).is_err() {
+                break;
+            }
         }
     }
     ExitCode::SUCCESS

@@ -5,8 +5,8 @@ use std::{io::Write, path::Path, time::Duration};
 
 use lamina::{Durability, Error, Result};
 use lamina_bench::{
-    BenchConfig, BenchOutcome, DEFAULT_INTERVAL, EngineParams, Factories, Mix, WorkloadConfig,
-    WorkloadKind, default_bucket_ops, default_warmup_ops,
+    BenchConfig, BenchOutcome, DEFAULT_INTERVAL, EngineFactory, EngineParams, Factories, Mix,
+    PeerFactory, WorkloadConfig, WorkloadKind, default_bucket_ops, default_warmup_ops,
     experiment::{Experiment, ExperimentPlan},
     plot::write_plots,
     report::{render_table, write_timeline_csv},
@@ -15,7 +15,12 @@ use lamina_bench::{
     workload::record_trace,
 };
 
-use super::{BenchArgs, LaminaFactory};
+use super::{BenchArgs, LaminaFactory, peers_built};
+
+fn lamina_peers_feature_missing() -> &'static str {
+    "built without the `peers` feature; rebuild with `cargo build -p lamina-cli --features peers` \
+     after installing the Debian packages listed in crates/lamina-peers/README.md"
+}
 
 /// Measured requests when neither `--ops` nor `--duration` is given.
 pub const DEFAULT_OPS: u64 = 100_000;
@@ -239,6 +244,14 @@ pub fn bench_config(
     if engines.iter().any(String::is_empty) {
         return Err(bad("engines", "empty engine name in --engines"));
     }
+    // A build without the peers lists none of them; asking for one says what to rebuild.
+    if let Some(peer) = engines.iter().find(|e| PeerFactory::is_peer(e))
+        && !peers_built()
+    {
+        return Err(Error::Unsupported {
+            what: format!("peer engine `{peer}`: {}", lamina_peers_feature_missing()),
+        });
+    }
     let plan = experiment.map(|e| e.plan(args.seed));
     let kind = match (&plan, &args.workload) {
         (Some(plan), _) => plan.workload.kind,
@@ -341,7 +354,11 @@ fn write_outputs(
 /// Every engine this build can benchmark: lamina's own, then (feature `peers`) the peer
 /// engines, added here as one more member.
 fn engines() -> Factories {
-    Factories::new(vec![Box::new(LaminaFactory)])
+    let mut members: Vec<Box<dyn EngineFactory>> = vec![Box::new(LaminaFactory)];
+    if peers_built() {
+        members.push(Box::new(PeerFactory));
+    }
+    Factories::new(members)
 }
 
 /// Creates the directories the outputs go to before anything runs, so a bad path fails

@@ -7,3 +7,9 @@ mod factory;
 pub use args::BenchArgs;
 pub use command::run;
 pub use factory::LaminaFactory;
+
+/// Whether this build links the peer engines (feature `peers`). Without it they are not
+/// listed, and `lamina bench` refuses a peer by name with an error naming the feature.
+pub fn peers_built() -> bool {
+    cfg!(feature = "peers")
+}

@@ -1,0 +1,207 @@
+//! [`Peer`]: the `OrderedIndex` every peer configuration is opened as. It checks every
+//! argument against `lamina_core::limits` before the library sees it (so refused input
+//! changes nothing), refuses calls after `close` with `Error::Closed`, counts user bytes and
+//! runs the syncer of `Durability::Buffered`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use lamina_core::limits::{check_key, check_scan_limit, check_value};
+use lamina_core::{
+    CasOutcome, Durability, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch,
+};
+use parking_lot::{Mutex, RwLock};
+
+use super::Backend;
+use super::syncer::Syncer;
+
+/// A peer library behind lamina's API.
+pub(crate) struct Peer<B: Backend> {
+    name: &'static str,
+    dir: PathBuf,
+    /// `None` once closed. Operations hold the read side; `close` takes the write side, so
+    /// it waits for running operations and no operation sees a freed handle.
+    state: Arc<RwLock<Option<B>>>,
+    syncer: Mutex<Option<Syncer>>,
+    sync_failure: Arc<Mutex<Option<String>>>,
+    user_bytes_written: AtomicU64,
+}
+
+impl<B: Backend> std::fmt::Debug for Peer<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peer")
+            .field("name", &self.name)
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B: Backend> Peer<B> {
+    /// Wraps an opened backend; starts the syncer when `durability` is `Buffered`.
+    pub(crate) fn new(
+        name: &'static str,
+        dir: &Path,
+        backend: B,
+        durability: Durability,
+    ) -> Result<Self> {
+        let state = Arc::new(RwLock::new(Some(backend)));
+        let sync_failure = Arc::new(Mutex::new(None));
+        let syncer = match durability {
+            Durability::Buffered { max_delay } => {
+                let syncer =
+                    Syncer::start(name, Arc::clone(&state), Arc::clone(&sync_failure), max_delay);
+                if !syncer.is_running() {
+                    return Err(Error::Unsupported {
+                        what: format!("{name}: could not start the buffered-durability syncer"),
+                    });
+                }
+                Some(syncer)
+            }
+            Durability::Sync | Durability::None => None,
+        };
+        Ok(Peer {
+            name,
+            dir: dir.to_path_buf(),
+            state,
+            syncer: Mutex::new(syncer),
+            sync_failure,
+            user_bytes_written: AtomicU64::new(0),
+        })
+    }
+
+    fn with<T>(&self, op: impl FnOnce(&B) -> Result<T>) -> Result<T> {
+        let guard = self.state.read();
+        let backend = guard.as_ref().ok_or(Error::Closed)?;
+        op(backend)
+    }
+
+    fn count(&self, bytes: usize) {
+        self.user_bytes_written.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    fn take_sync_failure(&self) -> Result<()> {
+        match self.sync_failure.lock().take() {
+            Some(message) => Err(Error::Io {
+                context: format!("{} background sync in {}", self.name, self.dir.display()),
+                source: std::io::Error::other(message),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Bytes of the files under the peer's directory (what it holds on the device).
+    fn dir_bytes(&self) -> u64 {
+        fn walk(dir: &Path, depth: usize) -> u64 {
+            let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+            entries
+                .flatten()
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() && depth < 4 => walk(&e.path(), depth + 1),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        }
+        walk(&self.dir, 0)
+    }
+}
+
+impl<B: Backend> OrderedIndex for Peer<B> {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        check_key(key)?;
+        self.with(|b| b.get(key))
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        check_key(key)?;
+        check_value(value)?;
+        self.with(|b| b.put(key, value))?;
+        self.count(key.len() + value.len());
+        Ok(())
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<bool> {
+        check_key(key)?;
+        let existed = self.with(|b| b.delete(key))?;
+        self.count(key.len());
+        Ok(existed)
+    }
+
+    fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<CasOutcome> {
+        check_key(key)?;
+        if let Some(v) = expected {
+            check_value(v)?;
+        }
+        if let Some(v) = new {
+            check_value(v)?;
+        }
+        let outcome = self.with(|b| b.compare_and_swap(key, expected, new))?;
+        if outcome.is_swapped() {
+            self.count(key.len() + new.map_or(0, <[u8]>::len));
+        }
+        Ok(outcome)
+    }
+
+    fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
+        check_scan_limit(limit)?;
+        self.with(|b| {
+            if limit == 0 || range.is_empty() {
+                return Ok(Vec::new());
+            }
+            let entries = b.scan(range, limit)?;
+            debug_assert!(entries.len() <= limit);
+            debug_assert!(entries.windows(2).all(|w| w[0].0 < w[1].0), "scan out of order");
+            debug_assert!(entries.iter().all(|(k, _)| range.contains(k)), "scan out of range");
+            Ok(entries)
+        })
+    }
+
+    fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        batch.validate()?;
+        self.with(|b| if batch.is_empty() { Ok(()) } else { b.write_batch(batch) })?;
+        self.count(batch.payload_bytes());
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.with(Backend::sync)?;
+        self.take_sync_failure()
+    }
+
+    fn stats(&self) -> Stats {
+        let mut stats = Stats::new(self.name);
+        stats.user_bytes_written = self.user_bytes_written.load(Ordering::Relaxed);
+        stats.io.live_bytes = self.dir_bytes();
+        if let Some(backend) = self.state.read().as_ref() {
+            backend.fill_stats(&mut stats);
+        }
+        stats
+    }
+
+    fn close(&self) -> Result<()> {
+        if let Some(mut syncer) = self.syncer.lock().take() {
+            syncer.stop();
+        }
+        let Some(backend) = self.state.write().take() else { return Ok(()) };
+        // Every mode promises that a clean close keeps all writes: sync before releasing.
+        let synced = backend.sync();
+        let closed = backend.close();
+        synced?;
+        closed?;
+        self.take_sync_failure()
+    }
+}
+
+impl<B: Backend> Drop for Peer<B> {
+    fn drop(&mut self) {
+        if let Some(mut syncer) = self.syncer.lock().take() {
+            syncer.stop();
+        }
+    }
+}
