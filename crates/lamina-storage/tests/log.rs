@@ -324,3 +324,9 @@ fn buffered_appends_become_durable_without_a_sync_call() {
     }
     assert_eq!(log.stats().syncs, 1);
 }
+
+#[test]
+fn log_is_shareable_between_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Log>();
+}

@@ -150,6 +150,11 @@ fn check(
     log.close()
 }
 
+/// The fault plan's seed (torn-write lengths): `LAMINA_CRASH_SEED` or the test's default.
+fn seed(default: u64) -> u64 {
+    std::env::var("LAMINA_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
 fn crash_everywhere(
     options: &LogOptions,
     (threads, per_thread, keys): (u64, u64, u64),
@@ -177,7 +182,7 @@ fn truncate_log_survives_a_crash_at_every_operation() {
     // crashes strike file creation, renames and directory syncs too.
     let mut options = small_options(Retention::Truncate { segment_bytes: 0 }, Durability::Sync);
     options.retention = Retention::Truncate { segment_bytes: options.chunk_bytes_max() };
-    crash_everywhere(&options, (4, 25, 12), 1, true);
+    crash_everywhere(&options, (4, 25, 12), seed(1), true);
 }
 
 #[test]
@@ -185,7 +190,7 @@ fn cyclic_log_survives_a_crash_at_every_operation() {
     // The smallest ring: the workload laps it several times, so crashes strike garbage
     // collection reads and overwrites of collected regions.
     let options = small_options(small_ring(), Durability::Sync);
-    let (bytes, collected) = crash_everywhere(&options, (3, 200, 16), 2, false);
+    let (bytes, collected) = crash_everywhere(&options, (3, 200, 16), seed(2), false);
     let Retention::Cyclic { capacity_bytes } = options.retention else { unreachable!() };
     assert!(bytes > capacity_bytes * 3 / 2 && collected > 100, "the workload must lap the ring");
 }

@@ -25,6 +25,9 @@ use super::recovery::{Sink, open_sink};
 use super::stats::LogStats;
 use crate::backend::Storage;
 
+/// Shortest group-commit timeout (see `LogOptions::linger_max` for the longest).
+const LINGER_MIN: Duration = Duration::from_micros(50);
+
 /// How long garbage collection waits for engines to apply flushed operations before it
 /// postpones (it never collects on a stale view of the engine).
 const APPLY_WAIT: Duration = Duration::from_millis(200);
@@ -80,6 +83,8 @@ struct State {
     durable_seq: SeqNo,
     /// `Sync` writers in the last flushed chunk: the group the next flush waits for.
     expected_writers: u32,
+    /// How long the last write+sync took: the group-commit timeout adapts to it.
+    last_flush: Duration,
     space_waiters: u32,
     sync_waiters: u32,
     failure: Option<Failure>,
@@ -171,6 +176,7 @@ impl Log {
                 next_seq: seq_hi + 1,
                 durable_seq: seq_hi,
                 expected_writers: 1,
+                last_flush: Duration::ZERO,
                 space_waiters: 0,
                 sync_waiters: 0,
                 failure: None,
@@ -420,7 +426,10 @@ fn flush_decision(inner: &Inner, st: &State, now: Instant) -> Result<(), Option<
     match options.durability {
         Durability::Sync => {
             let no_one_pending = inner.arriving.load(Ordering::SeqCst) == 0;
-            let deadline = first + options.linger_max;
+            // Waiting for stragglers costs at most half a flush: worth it on a slow device,
+            // skipped on a fast one.
+            let linger = (st.last_flush / 2).max(LINGER_MIN).min(options.linger_max);
+            let deadline = first + linger;
             if (no_one_pending && st.fill_waiters >= st.expected_writers) || now >= deadline {
                 Ok(())
             } else {
@@ -474,6 +483,7 @@ fn flusher_loop(inner: &Inner, mut sink: Sink) {
         drop(st);
 
         let oracle = inner.oracle.read().clone();
+        let flush_started = Instant::now();
         let result = match &mut sink {
             Sink::Ring(ring) => ring.flush(&buffer, records, seq_hi, &oracle, &mut || {
                 wait_applied(inner, generation - 1, APPLY_WAIT * 10)
@@ -491,6 +501,8 @@ fn flusher_loop(inner: &Inner, mut sink: Sink) {
                 st.stats.chunks_written += 1;
                 st.stats.syncs += 1;
                 st.stats.bytes_written += bytes;
+                st.last_flush = flush_started.elapsed();
+                st.stats.flush_ns += st.last_flush.as_nanos() as u64;
                 st.stats.records_written += u64::from(records);
                 st.stats.sync_records_max = st.stats.sync_records_max.max(u64::from(records));
             }
