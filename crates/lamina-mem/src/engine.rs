@@ -64,7 +64,11 @@ impl State {
             RecordOp::Delete { key } => {
                 self.map.remove(&key);
             }
-            RecordOp::Batch(ops) => ops.iter().for_each(|op| self.apply(op, record.seq)),
+            RecordOp::Batch(ops) => {
+                for op in &ops {
+                    self.apply(op, record.seq);
+                }
+            }
         }
     }
 }
@@ -149,7 +153,9 @@ impl MemEngine {
             if state.closed {
                 return Err(Error::Closed);
             }
-            ops.iter().for_each(|op| state.apply(op, seq));
+            for op in ops {
+                state.apply(op, seq);
+            }
             Ok(())
         };
         match &self.log {

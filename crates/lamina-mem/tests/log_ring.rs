@@ -13,6 +13,9 @@ use lamina_storage::{FaultPlan, MemoryStorage, Storage, for_each_crash_point};
 
 const BUFFER_BYTES: usize = 16 << 10;
 
+/// A store's whole content.
+type Content = BTreeMap<Vec<u8>, Vec<u8>>;
+
 /// The smallest ring the log accepts for our buffer size.
 fn ring_bytes_min() -> u64 {
     LogOptions { buffer_bytes: BUFFER_BYTES, ..LogOptions::default() }.ring_bytes_min()
@@ -35,7 +38,7 @@ fn overwrites_many_times_the_ring_size_keep_the_latest_values() {
         written += (k.len() + v.len()) as u64;
         db.put(&k, &v).unwrap();
         oracle.insert(k, v);
-        if i % 7 == 0 {
+        if i.is_multiple_of(7) {
             let gone = key("k", (i * 13) % 64);
             db.delete(&gone).unwrap();
             oracle.remove(&gone);
@@ -81,10 +84,10 @@ fn a_full_ring_is_no_space_and_changes_nothing() {
 }
 
 /// One step of the scripted workload.
-fn step(db: &MemEngine, i: u64, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) -> lamina_core::Result<()> {
+fn step(db: &MemEngine, i: u64, model: &mut Content) -> lamina_core::Result<()> {
     let k = key("c", (i * 7) % 23);
     match i % 5 {
-        0 | 1 | 2 => {
+        0..=2 => {
             let v = value(i, 300);
             db.put(&k, &v)?;
             model.insert(k, v);
@@ -110,7 +113,7 @@ fn a_crash_at_every_storage_operation_loses_no_acknowledged_write() {
     const STEPS: u64 = 260; // wraps the smallest ring about twice under Sync
     let capacity = ring_bytes_min();
     // States after 0, 1, 2, ... acknowledged steps; recovery must land on acked or acked + 1.
-    let states: Arc<Mutex<Vec<BTreeMap<Vec<u8>, Vec<u8>>>>> = Arc::default();
+    let states: Arc<Mutex<Vec<Content>>> = Arc::default();
     let runs = for_each_crash_point(
         &FaultPlan::none().with_seed(7),
         |_| Ok(()),
