@@ -92,7 +92,7 @@ fn apply_in_order(mut records: Vec<(SeqNo, Vec<BatchOp>)>) -> BTreeMap<Vec<u8>, 
             Model::apply_op(&mut map, *seq, op);
         }
     }
-    map.into_iter().map(|(k, (_, v))| (k, v)).collect()
+    map.into_iter().filter_map(|(k, (_, v))| Some((k, v?))).collect()
 }
 
 fn check(

@@ -198,7 +198,12 @@ impl Log {
             storage,
         });
         let flusher_inner = inner.clone();
-        let sink = opened.sink;
+        let mut sink = opened.sink;
+        if let Sink::Ring(ring) = &mut sink
+            && inner.options.durability != Durability::Sync
+        {
+            ring.set_apply_before_durable(inner.options.buffer_bytes);
+        }
         let handle = std::thread::Builder::new()
             .name("lamina-log-flusher".into())
             .spawn(move || flusher_loop(&flusher_inner, sink))
