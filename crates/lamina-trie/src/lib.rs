@@ -1,0 +1,27 @@
+//! `trie`: the generalized prefix tree of the SIGMOD 2011 programming contest's winning
+//! solution (Kissinger et al., "A High-Throughput In-Memory Index, Durable on Flash-based
+//! SSD"), as a lamina engine. See `README.md` for the map from the paper to the modules.
+//!
+//! - [`fragment`]: keys split into k'-bit fragments (section 2).
+//! - `node`: inner and content nodes, tagged slot pointers, epoch reclamation (section 2).
+//! - `lock`: the 4-byte per-node spinlock (section 2).
+//! - `tree`: lookups, single-lock writes with re-validation, dynamic expansion (section 2).
+//! - `scan`: ordered iteration (the contest API's iterate).
+//! - `gate`: atomic write batches without locking readers (lamina's addition).
+//! - [`TrieEngine`]: the `OrderedIndex` implementation.
+
+// Sequence numbers, write observers and tickets are used by the durable engine (next).
+#![allow(dead_code)]
+
+mod engine;
+pub mod fragment;
+mod gate;
+mod lock;
+mod node;
+mod options;
+mod scan;
+mod sync;
+mod tree;
+
+pub use engine::TrieEngine;
+pub use options::TrieOptions;

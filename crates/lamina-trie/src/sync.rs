@@ -1,0 +1,49 @@
+//! The synchronization primitives the tree uses, in one place so that the `shuttle` feature
+//! can swap them for shuttle's and explore interleavings of the real protocol
+//! (`tests/shuttle.rs`). Memory reclamation (crossbeam-epoch) is not swapped: see the
+//! module doc of [`crate::node`] for why that is sound and what it leaves untested.
+
+#[cfg(not(feature = "shuttle"))]
+pub(crate) use std::sync::Mutex;
+#[cfg(not(feature = "shuttle"))]
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, fence};
+
+#[cfg(feature = "shuttle")]
+pub(crate) use shuttle::sync::Mutex;
+#[cfg(feature = "shuttle")]
+pub(crate) use shuttle::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, fence};
+
+pub(crate) use std::sync::atomic::Ordering;
+
+/// Gives the processor to another thread (a shuttle yield point under the feature).
+pub(crate) fn yield_now() {
+    #[cfg(not(feature = "shuttle"))]
+    std::thread::yield_now();
+    #[cfg(feature = "shuttle")]
+    shuttle::thread::yield_now();
+}
+
+/// Spin-then-yield waiting, for the short critical sections of node locks: a few rounds
+/// of `spin_loop` (the holder is usually running on another core), then `yield_now` (the
+/// holder may have been descheduled; on an oversubscribed machine spinning would only
+/// burn its time slice).
+#[derive(Debug, Default)]
+pub(crate) struct Backoff {
+    rounds: u32,
+}
+
+impl Backoff {
+    /// Spins before this many rounds, yields after.
+    const SPIN_ROUNDS_MAX: u32 = 6;
+
+    pub(crate) fn snooze(&mut self) {
+        if cfg!(feature = "shuttle") || self.rounds >= Self::SPIN_ROUNDS_MAX {
+            yield_now();
+        } else {
+            for _ in 0..(1u32 << self.rounds) {
+                std::hint::spin_loop();
+            }
+            self.rounds += 1;
+        }
+    }
+}
