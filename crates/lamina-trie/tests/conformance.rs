@@ -1,6 +1,9 @@
 //! The conformance kit against the `trie` engine: volatile with the paper's k' = 4, and
 //! with k' = 1 (deep, binary trees: many expansions and long paths) and k' = 8.
 
+// With the `shuttle` feature the engine only works inside shuttle executions.
+#![cfg(not(feature = "shuttle"))]
+
 use lamina_core::Result;
 use lamina_core::testkit::Subject;
 use lamina_trie::{TrieEngine, TrieOptions};
