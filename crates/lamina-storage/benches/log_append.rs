@@ -1,0 +1,187 @@
+//! Durable append throughput of the group-commit log versus writer threads and batch size
+//! (the analog of Figure 8 of the SIGMOD 2011 contest paper), against the limit this machine
+//! sets: raw sequential writes of the same chunks, each followed by `fdatasync`.
+//!
+//! `cargo bench -p lamina-storage --bench log_append` (set `LAMINA_BENCH_DIR` to choose the
+//! directory; default: a temporary directory). `LAMINA_BENCH_SECS` sets seconds per point.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use lamina_core::{Durability, WriteBatch};
+use lamina_storage::log::chunk::chunk_len;
+use lamina_storage::log::{Log, LogOp, LogOptions, Retention};
+use lamina_storage::{FileOptions, FileStorage, Storage};
+
+const VALUE_BYTES: usize = 100;
+
+struct Point {
+    threads: usize,
+    batch: usize,
+    records_per_s: f64,
+    records_per_sync: f64,
+    syncs_per_s: f64,
+    raw_records_per_s: f64,
+}
+
+fn key(thread: usize, i: u64) -> Vec<u8> {
+    format!("t{thread:02}k{i:012}").into_bytes()
+}
+
+fn run_log(
+    dir: &std::path::Path,
+    threads: usize,
+    batch: usize,
+    secs: f64,
+) -> (f64, f64, f64, usize) {
+    let _ = std::fs::remove_dir_all(dir);
+    let storage: Arc<dyn Storage> =
+        Arc::new(FileStorage::open_dir(dir, FileOptions::default()).expect("bench directory"));
+    let options = LogOptions {
+        retention: Retention::Truncate { segment_bytes: 1 << 30 },
+        durability: Durability::Sync,
+        ..LogOptions::default()
+    };
+    let log = Log::open(storage, options, |_| {}).expect("open log");
+    let stop = AtomicBool::new(false);
+    let records = AtomicU64::new(0);
+    let value = vec![0x5au8; VALUE_BYTES];
+    let start = Instant::now();
+    let before = log.stats();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (log, stop, records, value) = (&log, &stop, &records, &value);
+            s.spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    if batch == 1 {
+                        log.append(LogOp::Put { key: &key(t, i), value }).expect("append");
+                    } else {
+                        let mut wb = WriteBatch::new();
+                        for j in 0..batch as u64 {
+                            wb.put(key(t, i * 1000 + j), value.clone());
+                        }
+                        log.append(LogOp::Batch(&wb)).expect("append batch");
+                    }
+                    records.fetch_add(batch as u64, Ordering::Relaxed);
+                    i += 1;
+                }
+            });
+        }
+        std::thread::sleep(Duration::from_secs_f64(secs));
+        stop.store(true, Ordering::Relaxed);
+    });
+    let elapsed = start.elapsed().as_secs_f64();
+    let stats = log.stats();
+    log.close().expect("close");
+    let syncs = (stats.syncs - before.syncs) as f64;
+    let appends = stats.records_written - before.records_written;
+    let records = records.load(Ordering::Relaxed) as f64;
+    let payload_per_sync =
+        if syncs > 0.0 { (stats.bytes_written - before.bytes_written) as f64 / syncs } else { 0.0 };
+    let _ = appends;
+    (records / elapsed, records / syncs.max(1.0), syncs / elapsed, payload_per_sync as usize)
+}
+
+/// Raw limit: sequential writes of `chunk_bytes` (4 KiB multiples) each followed by
+/// `fdatasync`, one at a time; returns writes per second.
+fn run_raw(dir: &std::path::Path, chunk_bytes: usize, secs: f64) -> f64 {
+    std::fs::create_dir_all(dir).expect("raw directory");
+    let path = dir.join("raw.dat");
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .expect("raw file");
+    let buf = vec![0xa5u8; chunk_bytes];
+    let start = Instant::now();
+    let mut offset = 0u64;
+    let mut writes = 0u64;
+    while start.elapsed().as_secs_f64() < secs {
+        file.write_all_at(&buf, offset).expect("raw write");
+        file.sync_data().expect("raw fdatasync");
+        offset += chunk_bytes as u64;
+        writes += 1;
+    }
+    let rate = writes as f64 / start.elapsed().as_secs_f64();
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    rate
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return; // `cargo bench -- --list` probing
+    }
+    let secs: f64 =
+        std::env::var("LAMINA_BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(2.0);
+    let root = match std::env::var("LAMINA_BENCH_DIR") {
+        Ok(dir) => std::path::PathBuf::from(dir),
+        Err(_) => std::env::temp_dir().join(format!("lamina-log-bench-{}", std::process::id())),
+    };
+    let mut points = Vec::new();
+    let grid: Vec<(usize, usize)> = [1, 2, 4, 8, 16, 32]
+        .iter()
+        .map(|&t| (t, 1))
+        .chain([(1, 8), (1, 64), (8, 8), (32, 8)])
+        .collect();
+    let rounds: usize =
+        std::env::var("LAMINA_BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+    for (threads, batch) in grid {
+        // The device's fdatasync rate drifts on a shared machine: alternate log and raw
+        // runs and keep the median of each.
+        let mut log_runs = Vec::new();
+        let mut raw_runs = Vec::new();
+        for _ in 0..rounds {
+            let run = run_log(&root.join("log"), threads, batch, secs);
+            // The same batches written raw: chunks of the size the log wrote per sync.
+            let chunk = (run.3.max(1) as u64).next_multiple_of(4096) as usize;
+            let raw_writes_per_s = run_raw(&root.join("raw"), chunk, secs);
+            eprintln!(
+                "threads {threads:2} batch {batch:3}: {:9.0} rec/s, {:6.1} rec/sync, {:6.0} syncs/s, \
+                 chunk {chunk} B; raw {raw_writes_per_s:6.0} writes/s = {:9.0} rec/s",
+                run.0,
+                run.1,
+                run.2,
+                raw_writes_per_s * run.1
+            );
+            raw_runs.push(raw_writes_per_s * run.1);
+            log_runs.push(run);
+        }
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        points.push(Point {
+            threads,
+            batch,
+            records_per_s: median(log_runs.iter().map(|r| r.0).collect()),
+            records_per_sync: median(log_runs.iter().map(|r| r.1).collect()),
+            syncs_per_s: median(log_runs.iter().map(|r| r.2).collect()),
+            raw_records_per_s: median(raw_runs),
+        });
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    println!(
+        "| threads | records/append | records/s | records/fdatasync | fdatasync/s | raw same batches records/s | log/raw |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    for p in &points {
+        println!(
+            "| {} | {} | {:.0} | {:.1} | {:.0} | {:.0} | {:.0}% |",
+            p.threads,
+            p.batch,
+            p.records_per_s,
+            p.records_per_sync,
+            p.syncs_per_s,
+            p.raw_records_per_s,
+            100.0 * p.records_per_s / p.raw_records_per_s.max(1.0)
+        );
+    }
+    let _ = chunk_len(0);
+}

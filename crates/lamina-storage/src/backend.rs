@@ -1,0 +1,166 @@
+//! The storage boundary: a flat directory of named files with positional I/O.
+//!
+//! Modelled on leveldb's `Env` and redb's `StorageBackend`: engines see only this narrow trait,
+//! so the same engine code runs over real files ([`crate::FileStorage`]), memory
+//! ([`crate::MemoryStorage`]) and the fault-injecting wrapper ([`crate::FaultyStorage`]).
+//!
+//! Semantics every backend follows (POSIX-like, so the file backend is a thin layer):
+//! - A handle refers to the file it opened, not to its name: after `rename` the handle keeps
+//!   working on the renamed file; after `remove` the handle's I/O still succeeds but the data is
+//!   unreachable by name and no longer counted in live bytes.
+//! - Opening a name that is already open returns a handle to the same file.
+//! - Writes past the end extend the file (the gap reads as zeros).
+//! - Nothing is durable until `sync_data` (file contents) and `sync_dir` (names) say so.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use lamina_core::{Error, Result};
+
+/// How [`Storage::open`] treats an existing or missing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create the file if missing, else open it.
+    Create,
+    /// Create the file; fail if it exists.
+    CreateNew,
+    /// Open the file; fail if it is missing.
+    Existing,
+}
+
+/// A directory of named files (flat names, no '/'), the storage boundary every engine uses.
+pub trait Storage: Send + Sync + std::fmt::Debug {
+    /// Opens (or creates, per `mode`) the file `name`.
+    fn open(&self, name: &str, mode: OpenMode) -> Result<Arc<dyn StorageFile>>;
+    /// Removes `name`; fails if it is missing.
+    fn remove(&self, name: &str) -> Result<()>;
+    /// Renames `from` to `to`, atomically replacing `to` if it exists.
+    fn rename(&self, from: &str, to: &str) -> Result<()>;
+    /// The names of all files, sorted.
+    fn list(&self) -> Result<Vec<String>>;
+    /// Whether `name` exists.
+    fn exists(&self, name: &str) -> Result<bool>;
+    /// Makes creations, renames and removals done so far durable.
+    fn sync_dir(&self) -> Result<()>;
+    /// Exact I/O counters since this storage was opened.
+    fn io_stats(&self) -> lamina_core::IoStats;
+    /// The path of `name`, for error messages ([`Error::Corruption`] names the file).
+    fn path_of(&self, name: &str) -> PathBuf;
+
+    /// Reads the whole file `name`.
+    fn read_all(&self, name: &str) -> Result<Vec<u8>> {
+        let file = self.open(name, OpenMode::Existing)?;
+        let len = usize::try_from(file.len()?)
+            .map_err(|_| Error::Unsupported { what: format!("reading all of {name}") })?;
+        let mut buf = vec![0u8; len];
+        file.read_exact_at(0, &mut buf)?;
+        Ok(buf)
+    }
+}
+
+/// An open file of a [`Storage`].
+pub trait StorageFile: Send + Sync + std::fmt::Debug {
+    /// The name the file was opened under.
+    fn name(&self) -> &str;
+    /// Fills `buf` from `offset`; a read past the end is an [`Error::Io`] whose source has
+    /// kind `UnexpectedEof`.
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+    /// Writes all of `data` at `offset`, extending the file if needed.
+    fn write_all_at(&self, offset: u64, data: &[u8]) -> Result<()>;
+    /// Current length in bytes.
+    fn len(&self) -> Result<u64>;
+    /// Truncates or zero-extends to `len` bytes.
+    fn set_len(&self, len: u64) -> Result<()>;
+    /// `fdatasync`: everything written to THIS file so far is durable.
+    fn sync_data(&self) -> Result<()>;
+
+    /// Whether the file is empty.
+    fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+}
+
+/// Longest file name any backend accepts.
+pub const FILE_NAME_BYTES_MAX: usize = 255;
+
+/// Largest file any backend accepts (offset + length of an access must stay below it).
+pub const FILE_BYTES_MAX: u64 = 1 << 44;
+
+/// Refuses names that are not a single flat component.
+pub fn check_name(name: &str) -> Result<()> {
+    let bad = |reason: &str| Err(Error::option("file name", format!("{name:?}: {reason}")));
+    if name.is_empty() {
+        return bad("empty");
+    }
+    if name.len() > FILE_NAME_BYTES_MAX {
+        return bad(&format!("longer than {FILE_NAME_BYTES_MAX} bytes"));
+    }
+    if name == "." || name == ".." {
+        return bad("not a file name");
+    }
+    if name.contains('/') || name.contains('\0') {
+        return bad("contains '/' or NUL; names are flat");
+    }
+    Ok(())
+}
+
+/// Refuses accesses that would end past [`FILE_BYTES_MAX`].
+pub fn check_range(name: &str, offset: u64, len: usize) -> Result<()> {
+    match offset.checked_add(len as u64) {
+        Some(end) if end <= FILE_BYTES_MAX => Ok(()),
+        _ => Err(Error::option(
+            "offset",
+            format!("access of {len} bytes at {offset} in {name} ends past {FILE_BYTES_MAX}"),
+        )),
+    }
+}
+
+/// The error of a read past the end of a file.
+pub fn eof_error(name: &str, offset: u64, len: usize, file_len: u64) -> Error {
+    Error::io(
+        format!("reading {len} bytes at {offset} of {name}"),
+        std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("file is {file_len} bytes long"),
+        ),
+    )
+}
+
+/// The error of opening a missing file with [`OpenMode::Existing`] (and similar).
+pub fn not_found(context: String) -> Error {
+    Error::io(context, std::io::Error::from(std::io::ErrorKind::NotFound))
+}
+
+/// The error of [`OpenMode::CreateNew`] on an existing file.
+pub fn already_exists(context: String) -> Error {
+    Error::io(context, std::io::Error::from(std::io::ErrorKind::AlreadyExists))
+}
+
+/// The `io::ErrorKind` of an [`Error::Io`], if it is one.
+pub fn io_error_kind(err: &Error) -> Option<std::io::ErrorKind> {
+    match err {
+        Error::Io { source, .. } => Some(source.kind()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_flat() {
+        check_name("L1.dat").unwrap();
+        for bad in ["", ".", "..", "a/b", "a\0b"] {
+            assert!(check_name(bad).unwrap_err().is_invalid_argument(), "{bad:?}");
+        }
+        assert!(check_name(&"x".repeat(256)).is_err());
+    }
+
+    #[test]
+    fn ranges_are_bounded() {
+        check_range("f", 0, 10).unwrap();
+        assert!(check_range("f", u64::MAX, 1).is_err());
+        assert!(check_range("f", FILE_BYTES_MAX, 1).is_err());
+    }
+}

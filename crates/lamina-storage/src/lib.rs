@@ -1,0 +1,39 @@
+//! lamina's storage boundary (issue 3): everything an engine writes or reads goes through the
+//! [`Storage`] trait, so the same engine runs over real files, memory, or a fault-injecting
+//! wrapper that simulates crashes.
+//!
+//! - [`backend`]: the [`Storage`] / [`StorageFile`] traits and their shared semantics.
+//! - [`memory`], [`file`]: the `memory` and `file` backends.
+//! - [`accounting`]: exact I/O counters ([`lamina_core::IoStats`]) kept by every backend.
+//! - [`device`]: device profiles turning accesses into modeled time (LA-tree Tables 2 and 5).
+//! - [`block`]: the checksummed block format (`docs/format/block.md`).
+//! - [`superblock`]: crash-atomic commit of an engine's root state (two alternating slots).
+//! - [`freelist`]: allocate/free block numbers in a file, reuse after a durable commit.
+//! - [`log`]: the group-commit log (coalesced cyclic log of the SIGMOD 2011 contest paper).
+//! - [`faulty`], [`fault_plan`], [`crash_points`]: the fault-injecting backend, its seeded
+//!   plan, and the crash-at-every-operation test loop.
+
+pub mod accounting;
+pub mod backend;
+pub mod block;
+pub mod crash_points;
+pub mod device;
+pub mod fault_plan;
+pub mod faulty;
+pub mod file;
+pub mod freelist;
+pub mod log;
+pub mod memory;
+pub mod superblock;
+
+pub use accounting::{AccountingOptions, BLOCK_BYTES_DEFAULT, IoAccounting};
+pub use backend::{OpenMode, Storage, StorageFile};
+pub use block::{Block, BlockType, read_block, write_block};
+pub use crash_points::{CrashRuns, CrashTestFailure, for_each_crash_point};
+pub use device::{AccessKind, DeviceProfile};
+pub use fault_plan::{FailKind, FaultPlan};
+pub use faulty::{FaultyFile, FaultyStorage, is_simulated_crash};
+pub use file::{DiskFile, FileOptions, FileStorage};
+pub use freelist::FreeList;
+pub use memory::{MemoryFile, MemoryStorage};
+pub use superblock::{Committed, SlotState, Superblock};

@@ -1,0 +1,287 @@
+//! Cyclic retention: one ring file overwritten in a circle, with on-the-fly garbage
+//! collection (SIGMOD 2011 contest paper, section 3: "the coalesced cyclic log reads at
+//! least the size of the write buffer ahead ... All log records that are still valid are
+//! stored at the beginning of the write buffer and are written together with the new log
+//! records on the next write buffer flush").
+//!
+//! Positions are monotonic byte counts; position `p` lives at file offset
+//! `4096 + p % capacity`. A chunk never wraps: if it does not fit before the end of the
+//! ring, it starts at the next lap. Three zones lie ahead of the writer (in the previous
+//! lap): `[.., durable_clean)` was collected and its live records are durable in newer
+//! chunks, so it may be overwritten; `[durable_clean, cleaned)` was collected into `carry`,
+//! which is not yet written, so it must not be; `[cleaned, head)` is not collected yet.
+//! A chunk only overwrites the first zone, so a torn write never destroys a record whose
+//! copy is not durable. Every chunk records `tail = cleaned`: recovery reads `[tail, end)`.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use lamina_core::codec::Decode;
+use lamina_core::{BatchOp, Error, Result};
+
+use super::chunk::{CHUNK_HEADER_BYTES, ChunkHeader, FILE_HEADER_BYTES, chunk_len, encode_chunk};
+use super::options::LiveRecords;
+use super::record::{LogOp, RecordOp, SeqNo, decode_records};
+use crate::backend::StorageFile;
+
+/// A chunk of the ring that has not been garbage collected yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub pos: u64,
+    pub len: u64,
+    pub payload_len: u32,
+}
+
+/// Counters of the garbage collection.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct GcCounters {
+    pub chunks_collected: u64,
+    pub records_copied: u64,
+    pub bytes_copied: u64,
+    pub records_dropped: u64,
+}
+
+/// The ring file and the state of its garbage collection.
+#[derive(Debug)]
+pub(crate) struct Ring {
+    file: Arc<dyn StorageFile>,
+    path: PathBuf,
+    log_id: u64,
+    capacity: u64,
+    payload_max: usize,
+    chunk_max: u64,
+    head: u64,
+    cleaned: u64,
+    durable_clean: u64,
+    spans: VecDeque<Span>,
+    carry: Vec<u8>,
+    carry_records: u32,
+    scratch: Vec<u8>,
+    pub gc: GcCounters,
+}
+
+/// Answers liveness for garbage collection; `None` keeps everything (safe, uses space).
+pub(crate) type Oracle = Option<Arc<dyn LiveRecords>>;
+
+impl Ring {
+    /// A ring whose chunks `spans` (oldest first, ending at `head`) are not yet collected.
+    #[allow(clippy::too_many_arguments)] // one constructor, called from recovery only
+    pub(crate) fn new(
+        file: Arc<dyn StorageFile>,
+        path: PathBuf,
+        log_id: u64,
+        capacity: u64,
+        payload_max: usize,
+        head: u64,
+        tail: u64,
+        spans: VecDeque<Span>,
+    ) -> Ring {
+        assert!(tail <= head && head - tail <= capacity, "ring window out of bounds");
+        assert!(spans.front().is_none_or(|s| s.pos == tail), "first span must start at tail");
+        Ring {
+            file,
+            path,
+            log_id,
+            capacity,
+            payload_max,
+            chunk_max: chunk_len(payload_max),
+            head,
+            cleaned: tail,
+            durable_clean: tail,
+            spans,
+            carry: Vec::new(),
+            carry_records: 0,
+            scratch: Vec::new(),
+            gc: GcCounters::default(),
+        }
+    }
+
+    fn place(&self, len: u64) -> u64 {
+        let offset = self.head % self.capacity;
+        if offset + len <= self.capacity { self.head } else { self.head + self.capacity - offset }
+    }
+
+    /// Whether a chunk of `len` bytes can be written without overwriting anything whose live
+    /// records are not durable elsewhere.
+    fn fits(&self, len: u64) -> bool {
+        self.place(len) + len <= self.durable_clean + self.capacity
+    }
+
+    fn write_chunk(&mut self, payload: &[u8], records: u32, seq_hi: SeqNo) -> Result<()> {
+        let len = chunk_len(payload.len());
+        assert!(payload.len() <= self.payload_max, "chunk payload over the maximum");
+        assert!(self.fits(len), "chunk would overwrite live data");
+        let pos = self.place(len);
+        let header = ChunkHeader {
+            log_id: self.log_id,
+            pos,
+            prev_end: self.head,
+            tail: self.cleaned,
+            seq_hi,
+            payload_len: payload.len() as u32,
+            record_count: records,
+            payload_crc: 0,
+        };
+        let mut buf = std::mem::take(&mut self.scratch);
+        encode_chunk(&header, payload, &mut buf);
+        let offset = FILE_HEADER_BYTES + pos % self.capacity;
+        let written = self.file.write_all_at(offset, &buf).and_then(|()| self.file.sync_data());
+        self.scratch = buf;
+        written?;
+        self.spans.push_back(Span { pos, len, payload_len: payload.len() as u32 });
+        self.head = pos + len;
+        // Everything collected so far has its live records in this chunk or an older one.
+        self.durable_clean = self.cleaned;
+        Ok(())
+    }
+
+    /// Writes the new records `user` (one write buffer) as one chunk together with the
+    /// carried live records, collecting more of the ring first if the space ahead is short.
+    /// `before_collect` must return once every operation logged so far is applied by the
+    /// engine (so its liveness answers are exact); it returns false if that did not happen.
+    pub(crate) fn flush(
+        &mut self,
+        user: &[u8],
+        user_records: u32,
+        seq_hi: SeqNo,
+        oracle: &Oracle,
+        before_collect: &mut dyn FnMut() -> bool,
+    ) -> Result<u64> {
+        let mut written = 0;
+        let mut collected_here = 0u64;
+        loop {
+            let combined = self.carry.len() + user.len();
+            if combined <= self.payload_max && self.fits(chunk_len(combined)) {
+                let mut payload = std::mem::take(&mut self.carry);
+                payload.extend_from_slice(user);
+                let records = self.carry_records + user_records;
+                let result = self.write_chunk(&payload, records, seq_hi);
+                payload.clear();
+                self.carry = payload;
+                result?;
+                self.carry_records = 0;
+                return Ok(written + chunk_len(combined));
+            }
+            if !self.carry.is_empty() && self.fits(chunk_len(self.carry.len())) {
+                let carry = std::mem::take(&mut self.carry);
+                let result = self.write_chunk(&carry, self.carry_records, seq_hi);
+                self.carry = carry;
+                result?;
+                written += chunk_len(self.carry.len());
+                self.carry.clear();
+                self.carry_records = 0;
+                continue;
+            }
+            // Not enough collected space ahead: collect more, at most one lap's worth.
+            let progress = if collected_here < self.capacity && before_collect() {
+                self.collect_one(oracle)?
+            } else {
+                None
+            };
+            match progress {
+                Some(bytes) => collected_here += bytes,
+                None => {
+                    return Err(Error::NoSpace {
+                        context: format!(
+                            "cyclic log {} of {} bytes is full of live records: {} new bytes \
+                             do not fit (raise capacity_bytes)",
+                            self.path.display(),
+                            self.capacity,
+                            user.len()
+                        ),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Collects ahead of the writer until the next two flush rounds fit (read-ahead of the
+    /// contest paper), without waiting; stops early when the carry buffer is full.
+    pub(crate) fn collect_ahead(&mut self, oracle: &Oracle) -> Result<()> {
+        let target = self.head + 6 * self.chunk_max;
+        while self.cleaned + self.capacity < target {
+            if self.collect_one(oracle)?.is_none() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Collects the oldest chunk into the carry buffer; `None` if there is none or the
+    /// carry buffer cannot take it.
+    fn collect_one(&mut self, oracle: &Oracle) -> Result<Option<u64>> {
+        let Some(&span) = self.spans.front() else { return Ok(None) };
+        assert_eq!(span.pos, self.cleaned, "collection must proceed in log order");
+        if self.carry.len() + span.payload_len as usize > self.payload_max {
+            return Ok(None);
+        }
+        let offset = FILE_HEADER_BYTES + span.pos % self.capacity;
+        let mut buf = vec![0u8; CHUNK_HEADER_BYTES + span.payload_len as usize];
+        self.file.read_exact_at(offset, &mut buf)?;
+        let header = ChunkHeader::decode(&buf).map_err(|e| e.at(&self.path, offset))?;
+        let payload = &buf[CHUNK_HEADER_BYTES..];
+        if header.pos != span.pos || !header.payload_matches(payload) {
+            return Err(Error::corruption(&self.path, offset, "chunk changed before collection"));
+        }
+        let records = decode_records(payload)
+            .map_err(|e| e.at(&self.path, offset + CHUNK_HEADER_BYTES as u64))?;
+        for record in records {
+            self.carry_live(record.seq, record.op, oracle);
+        }
+        self.spans.pop_front();
+        self.cleaned = self.spans.front().map_or(self.head, |s| s.pos);
+        self.gc.chunks_collected += 1;
+        Ok(Some(span.len))
+    }
+
+    fn carry_live(&mut self, seq: SeqNo, op: RecordOp, oracle: &Oracle) {
+        let Some(oracle) = oracle else {
+            // No oracle: everything is kept, deletes included.
+            let mut scratch = None;
+            let op = op.as_log_op(&mut scratch);
+            self.push_carry(seq, op);
+            return;
+        };
+        match op {
+            RecordOp::Put { key, value } => {
+                if oracle.is_current(&key, seq) {
+                    self.push_carry(seq, LogOp::Put { key: &key, value: &value });
+                } else {
+                    self.gc.records_dropped += 1;
+                }
+            }
+            // Every older record of the key is in this chunk or an older one, so it is gone
+            // once this chunk is overwritten; the delete has nothing left to shadow.
+            RecordOp::Delete { .. } => self.gc.records_dropped += 1,
+            RecordOp::Batch(ops) => {
+                // Within a batch a later op on the same key wins; only it can be current.
+                let mut later_keys = std::collections::HashSet::new();
+                for op in ops.iter().rev() {
+                    let superseded = !later_keys.insert(op.key());
+                    match op {
+                        BatchOp::Put { key, value }
+                            if !superseded && oracle.is_current(key, seq) =>
+                        {
+                            self.push_carry(seq, LogOp::Put { key, value });
+                        }
+                        _ => self.gc.records_dropped += 1,
+                    }
+                }
+            }
+        }
+    }
+
+    fn push_carry(&mut self, seq: SeqNo, op: LogOp<'_>) {
+        let before = self.carry.len();
+        op.encode_to(seq, &mut self.carry);
+        self.carry_records += 1;
+        self.gc.records_copied += 1;
+        self.gc.bytes_copied += (self.carry.len() - before) as u64;
+    }
+
+    /// Bytes of the ring currently holding uncollected chunks.
+    pub(crate) fn window_bytes(&self) -> u64 {
+        self.head - self.cleaned
+    }
+}

@@ -1,0 +1,192 @@
+//! Truncate retention: the log is a sequence of segment files; the engine reports with
+//! [`crate::log::Log::truncate`] up to which sequence number its data is persisted
+//! elsewhere, and whole segments below that are removed.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use lamina_core::Result;
+
+use super::chunk::{ChunkHeader, FILE_HEADER_BYTES, FileHeader, FileKind, chunk_len, encode_chunk};
+use super::record::SeqNo;
+use crate::backend::{OpenMode, Storage, StorageFile};
+
+/// One segment file.
+#[derive(Debug, Clone)]
+pub(crate) struct Segment {
+    pub index: u64,
+    pub name: String,
+    pub file: Arc<dyn StorageFile>,
+    pub base_pos: u64,
+    /// Data bytes used (chunks), after the header.
+    pub data_len: u64,
+    /// Highest sequence number of a record in this segment (or its floor if empty).
+    pub seq_hi: SeqNo,
+}
+
+/// The segments of a truncate-mode log, oldest first; the last one is written.
+#[derive(Debug)]
+pub(crate) struct Segments {
+    storage: Arc<dyn Storage>,
+    prefix: String,
+    log_id: u64,
+    segment_bytes: u64,
+    files: VecDeque<Segment>,
+    head: u64,
+    scratch: Vec<u8>,
+}
+
+/// The name of segment `index`.
+pub(crate) fn segment_name(prefix: &str, index: u64) -> String {
+    format!("{prefix}-{index:016x}.seg")
+}
+
+/// The index of a segment file name, if it is one of `prefix`.
+pub(crate) fn parse_segment_name(prefix: &str, name: &str) -> Option<u64> {
+    let hex = name.strip_prefix(prefix)?.strip_prefix('-')?.strip_suffix(".seg")?;
+    if hex.len() != 16 {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok()
+}
+
+/// Creates a log file atomically: header written and synced under a temporary name, then
+/// renamed into place and the directory synced, so a log-named file always has a header.
+pub(crate) fn create_log_file(
+    storage: &dyn Storage,
+    name: &str,
+    header: &FileHeader,
+    total_len: u64,
+) -> Result<Arc<dyn StorageFile>> {
+    let tmp = format!("{name}.tmp");
+    if storage.exists(&tmp)? {
+        storage.remove(&tmp)?;
+    }
+    let file = storage.open(&tmp, OpenMode::CreateNew)?;
+    file.write_all_at(0, &header.to_block())?;
+    if total_len > FILE_HEADER_BYTES {
+        file.set_len(total_len)?;
+    }
+    file.sync_data()?;
+    storage.rename(&tmp, name)?;
+    storage.sync_dir()?;
+    Ok(file)
+}
+
+impl Segments {
+    /// Segments recovered (or one fresh segment), with the write position `head`.
+    pub(crate) fn new(
+        storage: Arc<dyn Storage>,
+        prefix: String,
+        log_id: u64,
+        segment_bytes: u64,
+        files: VecDeque<Segment>,
+        head: u64,
+    ) -> Segments {
+        assert!(!files.is_empty(), "a segmented log has at least one segment");
+        Segments { storage, prefix, log_id, segment_bytes, files, head, scratch: Vec::new() }
+    }
+
+    /// Creates segment `index` starting at log position `base_pos`.
+    pub(crate) fn create_segment(
+        storage: &dyn Storage,
+        prefix: &str,
+        log_id: u64,
+        segment_bytes: u64,
+        index: u64,
+        base_pos: u64,
+        seq_floor: SeqNo,
+    ) -> Result<Segment> {
+        let header = FileHeader {
+            kind: FileKind::Segment,
+            log_id,
+            file_index: index,
+            base_pos,
+            capacity_bytes: segment_bytes,
+            seq_floor,
+        };
+        let name = segment_name(prefix, index);
+        let file = create_log_file(storage, &name, &header, FILE_HEADER_BYTES)?;
+        Ok(Segment { index, name, file, base_pos, data_len: 0, seq_hi: seq_floor })
+    }
+
+    /// Writes `payload` as one chunk and syncs it, starting a new segment if it does not fit.
+    pub(crate) fn flush(&mut self, payload: &[u8], records: u32, seq_hi: SeqNo) -> Result<u64> {
+        let len = chunk_len(payload.len());
+        assert!(len <= self.segment_bytes, "chunk larger than a segment");
+        let active = self.files.back().expect("at least one segment");
+        if active.data_len + len > self.segment_bytes {
+            let segment = Self::create_segment(
+                self.storage.as_ref(),
+                &self.prefix,
+                self.log_id,
+                self.segment_bytes,
+                active.index + 1,
+                self.head,
+                active.seq_hi,
+            )?;
+            self.files.push_back(segment);
+        }
+        let tail = self.files.front().expect("at least one segment").base_pos;
+        let active = self.files.back_mut().expect("at least one segment");
+        assert_eq!(active.base_pos + active.data_len, self.head, "segment out of step");
+        let header = ChunkHeader {
+            log_id: self.log_id,
+            pos: self.head,
+            prev_end: self.head,
+            tail,
+            seq_hi,
+            payload_len: payload.len() as u32,
+            record_count: records,
+            payload_crc: 0,
+        };
+        encode_chunk(&header, payload, &mut self.scratch);
+        active.file.write_all_at(FILE_HEADER_BYTES + active.data_len, &self.scratch)?;
+        active.file.sync_data()?;
+        active.data_len += len;
+        active.seq_hi = active.seq_hi.max(seq_hi);
+        self.head += len;
+        Ok(len)
+    }
+
+    /// Removes every segment but the newest whose records all have sequence numbers at or
+    /// below `upto`; returns how many were removed.
+    pub(crate) fn truncate(&mut self, upto: SeqNo) -> Result<usize> {
+        let mut removed = 0;
+        while self.files.len() > 1 && self.files.front().is_some_and(|s| s.seq_hi <= upto) {
+            let segment = self.files.front().expect("checked");
+            self.storage.remove(&segment.name)?;
+            self.files.pop_front();
+            removed += 1;
+        }
+        if removed > 0 {
+            self.storage.sync_dir()?;
+        }
+        Ok(removed)
+    }
+
+    /// Number of segment files.
+    pub(crate) fn count(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Data bytes in all segments.
+    pub(crate) fn data_bytes(&self) -> u64 {
+        self.files.iter().map(|s| s.data_len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_names_roundtrip() {
+        let name = segment_name("wal", 0x2a);
+        assert_eq!(name, "wal-000000000000002a.seg");
+        assert_eq!(parse_segment_name("wal", &name), Some(0x2a));
+        assert_eq!(parse_segment_name("wal", "wal-2a.seg"), None);
+        assert_eq!(parse_segment_name("wal", "other-000000000000002a.seg"), None);
+        assert_eq!(parse_segment_name("wal", "wal-000000000000002a.seg.tmp"), None);
+    }
+}

@@ -1,0 +1,47 @@
+//! Counters of the log.
+
+use super::record::SeqNo;
+
+/// What [`crate::log::Log::stats`] reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogStats {
+    /// Records appended since open.
+    pub appends: u64,
+    /// Records read back by recovery at open.
+    pub records_recovered: u64,
+    /// New records written in chunks (garbage-collected copies not included).
+    pub records_written: u64,
+    /// Flush rounds (each ends with one `fdatasync`; a round may write a carry-only chunk
+    /// first when the ring is short of space).
+    pub chunks_written: u64,
+    /// Flush rounds completed with `fdatasync`.
+    pub syncs: u64,
+    /// Bytes written in chunks (headers and padding included).
+    pub bytes_written: u64,
+    /// Most new records in one flush.
+    pub sync_records_max: u64,
+    /// Cyclic: chunks read back and collected.
+    pub gc_chunks_collected: u64,
+    /// Cyclic: live records re-appended.
+    pub gc_records_copied: u64,
+    /// Cyclic: bytes of re-appended records.
+    pub gc_bytes_copied: u64,
+    /// Cyclic: records (and batch operations) found dead and dropped.
+    pub gc_records_dropped: u64,
+    /// Bytes of the log holding records recovery would read.
+    pub disk_bytes: u64,
+    /// Truncate: segment files.
+    pub segments: u64,
+    /// Next sequence number to assign.
+    pub next_seq: SeqNo,
+    /// Every record with a sequence number at or below this is durable.
+    pub durable_seq: SeqNo,
+}
+
+impl LogStats {
+    /// Average new records per `fdatasync`.
+    pub fn records_per_sync(&self) -> f64 {
+        if self.syncs == 0 { 0.0 } else { self.records_written as f64 / self.syncs as f64 }
+    }
+}

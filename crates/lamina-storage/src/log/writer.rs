@@ -1,0 +1,542 @@
+//! The group-commit writer: many threads append, one flusher thread writes chunks.
+//!
+//! Write coalescing of the SIGMOD 2011 contest paper (section 3, Figure 5): appenders put
+//! their records into the fill buffer; the flusher turns the buffer into one 4 KiB-aligned,
+//! CRC32C-protected chunk when it is full, when no other writer is pending, or when the
+//! group-commit timeout expires, and ends each flush with `fdatasync`. Unlike the paper's
+//! single buffer, there are two: the flusher swaps the filled buffer out under the lock and
+//! writes and syncs it without the lock, so appenders fill the next buffer during the sync
+//! (the paper's *Fill* and *Flush* phases overlap). Garbage collection of a cyclic log runs
+//! on the flusher too, after waking the writers, off their latency path.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use lamina_core::limits::{check_key, check_value};
+use lamina_core::{Durability, Error, InvalidArgument, Result};
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::options::{LiveRecords, LogOptions, Retention};
+use super::record::{LogOp, Record, SeqNo};
+use super::recovery::{Sink, open_sink};
+use super::stats::LogStats;
+use crate::backend::Storage;
+
+/// How long garbage collection waits for engines to apply flushed operations before it
+/// postpones (it never collects on a stale view of the engine).
+const APPLY_WAIT: Duration = Duration::from_millis(200);
+
+/// A sticky failure: once a flush fails, the log refuses everything (after a failed
+/// `fdatasync` the state of the device is unknown).
+#[derive(Debug, Clone)]
+enum Failure {
+    NoSpace(String),
+    Io(String),
+    Corruption(String),
+    Abandoned,
+}
+
+impl Failure {
+    fn from_error(err: &Error) -> Failure {
+        match err {
+            Error::NoSpace { context } => Failure::NoSpace(context.clone()),
+            Error::Corruption { .. } => Failure::Corruption(err.to_string()),
+            other => Failure::Io(other.to_string()),
+        }
+    }
+
+    fn to_error(&self) -> Error {
+        match self {
+            Failure::NoSpace(context) => Error::NoSpace { context: context.clone() },
+            Failure::Io(what) => Error::io(
+                "an earlier log flush failed; the log refuses further writes",
+                std::io::Error::other(what.clone()),
+            ),
+            Failure::Corruption(what) => Error::Io {
+                context: "log garbage collection found corruption".into(),
+                source: std::io::Error::other(what.clone()),
+            },
+            Failure::Abandoned => Error::Closed,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    fill: Vec<u8>,
+    fill_records: u32,
+    fill_waiters: u32,
+    fill_first_at: Option<Instant>,
+    fill_seq_hi: SeqNo,
+    spare: Vec<u8>,
+    /// Generation of the fill buffer; buffer `g` is chunk `g` (plus carried records).
+    gen_fill: u64,
+    next_seq: SeqNo,
+    durable_seq: SeqNo,
+    /// Appends placed but not finished (applied), per generation.
+    unapplied: BTreeMap<u64, u32>,
+    /// `Sync` writers in the last flushed chunk: the group the next flush waits for.
+    expected_writers: u32,
+    space_waiters: u32,
+    sync_waiters: u32,
+    failure: Option<Failure>,
+    closing: bool,
+    closed: bool,
+    flusher_idle: bool,
+    stats: LogStats,
+}
+
+#[derive(Debug)]
+struct Inner {
+    state: Mutex<State>,
+    /// The flusher waits here for work.
+    work_cv: Condvar,
+    /// `Sync` appenders wait here, by generation parity.
+    durable_cvs: [Condvar; 2],
+    /// Appenders waiting for buffer space, `sync` callers, `close`.
+    progress_cv: Condvar,
+    /// The flusher waits here for engines to apply flushed operations.
+    applied_cv: Condvar,
+    /// Appenders between entering `append` and placing their record.
+    arriving: AtomicUsize,
+    options: LogOptions,
+    oracle: RwLock<Option<Arc<dyn LiveRecords>>>,
+    segments: Option<Arc<Mutex<super::segments::Segments>>>,
+    storage: Arc<dyn Storage>,
+}
+
+/// The coalesced log (see the module documentation of [`crate::log`]).
+#[derive(Debug)]
+pub struct Log {
+    inner: Arc<Inner>,
+    flusher: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for dyn LiveRecords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LiveRecords")
+    }
+}
+
+fn check_op(op: &LogOp<'_>) -> Result<()> {
+    match op {
+        LogOp::Put { key, value } => {
+            check_key(key)?;
+            check_value(value)
+        }
+        LogOp::Delete { key } => check_key(key),
+        LogOp::Batch(batch) => batch.validate(),
+    }
+}
+
+impl Log {
+    /// Opens the log in `storage` (creating it if absent), passes every record to `replay`
+    /// in sequence order, and starts the flusher. A file that is not a lamina log, a future
+    /// format version, or a retention mode other than the log's is [`Error::Incompatible`];
+    /// a bad chunk followed by valid ones is [`Error::Corruption`].
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        options: LogOptions,
+        mut replay: impl FnMut(Record),
+    ) -> Result<Log> {
+        options.validate()?;
+        let opened = open_sink(&storage, &options)?;
+        let stats =
+            LogStats { records_recovered: opened.records.len() as u64, ..LogStats::default() };
+        for record in opened.records {
+            replay(record);
+        }
+        let segments = match &opened.sink {
+            Sink::Segments(segments) => Some(segments.clone()),
+            Sink::Ring(_) => None,
+        };
+        let seq_hi = opened.seq_hi;
+        let inner = Arc::new(Inner {
+            state: Mutex::new(State {
+                fill: Vec::with_capacity(options.buffer_bytes),
+                fill_records: 0,
+                fill_waiters: 0,
+                fill_first_at: None,
+                fill_seq_hi: seq_hi,
+                spare: Vec::with_capacity(options.buffer_bytes),
+                gen_fill: 1,
+                next_seq: seq_hi + 1,
+                durable_seq: seq_hi,
+                unapplied: BTreeMap::new(),
+                expected_writers: 1,
+                space_waiters: 0,
+                sync_waiters: 0,
+                failure: None,
+                closing: false,
+                closed: false,
+                flusher_idle: false,
+                stats,
+            }),
+            work_cv: Condvar::new(),
+            durable_cvs: [Condvar::new(), Condvar::new()],
+            progress_cv: Condvar::new(),
+            applied_cv: Condvar::new(),
+            arriving: AtomicUsize::new(0),
+            options,
+            oracle: RwLock::new(None),
+            segments,
+            storage,
+        });
+        let flusher_inner = inner.clone();
+        let sink = opened.sink;
+        let handle = std::thread::Builder::new()
+            .name("lamina-log-flusher".into())
+            .spawn(move || flusher_loop(&flusher_inner, sink))
+            .map_err(|e| Error::io("starting the log flusher thread", e))?;
+        Ok(Log { inner, flusher: Mutex::new(Some(handle)) })
+    }
+
+    /// Installs the engine's liveness oracle for cyclic garbage collection. Until one is
+    /// installed, collection keeps every record (correct, but the ring fills up).
+    pub fn set_live_records(&self, oracle: Arc<dyn LiveRecords>) {
+        *self.inner.oracle.write() = Some(oracle);
+    }
+
+    /// Appends `op`; returns its sequence number once the log's durability mode allows
+    /// (`Sync`: after the chunk holding it is synced).
+    pub fn append(&self, op: LogOp<'_>) -> Result<SeqNo> {
+        self.append_with(op, |_| ()).map(|(seq, ())| seq)
+    }
+
+    /// Appends `op`, then runs `apply(seq)` once the record is durable per the log's mode
+    /// (under `Sync`, after its sync; otherwise at once) and before the append counts as
+    /// finished. Engines with cyclic retention apply their in-memory change inside `apply`,
+    /// so garbage collection never sees the log ahead of the engine. `apply` must not wait
+    /// for other appends. If the flush fails, `apply` is not called and the error returned.
+    pub fn append_with<R>(
+        &self,
+        op: LogOp<'_>,
+        apply: impl FnOnce(SeqNo) -> R,
+    ) -> Result<(SeqNo, R)> {
+        check_op(&op)?;
+        let inner = &*self.inner;
+        let len = op.encoded_len();
+        if len > inner.options.buffer_bytes {
+            return Err(Error::InvalidArgument(InvalidArgument::Option {
+                name: "buffer_bytes",
+                reason: format!(
+                    "a record of {len} bytes is larger than the log's write buffer of {} bytes",
+                    inner.options.buffer_bytes
+                ),
+            }));
+        }
+        let sync = inner.options.durability == Durability::Sync;
+        inner.arriving.fetch_add(1, Ordering::SeqCst);
+        let mut st = inner.state.lock();
+        loop {
+            let refused = if let Some(failure) = &st.failure {
+                Some(failure.to_error())
+            } else if st.closing || st.closed {
+                Some(Error::Closed)
+            } else {
+                None
+            };
+            if let Some(err) = refused {
+                inner.arriving.fetch_sub(1, Ordering::SeqCst);
+                return Err(err);
+            }
+            if st.fill.len() + len <= inner.options.buffer_bytes {
+                break;
+            }
+            st.space_waiters += 1;
+            if st.flusher_idle {
+                inner.work_cv.notify_one();
+            }
+            inner.progress_cv.wait(&mut st);
+            st.space_waiters -= 1;
+        }
+        let seq = st.next_seq;
+        st.next_seq += 1;
+        op.encode_to(seq, &mut st.fill);
+        st.fill_records += 1;
+        st.fill_seq_hi = seq;
+        if st.fill_first_at.is_none() {
+            st.fill_first_at = Some(Instant::now());
+        }
+        let generation = st.gen_fill;
+        *st.unapplied.entry(generation).or_insert(0) += 1;
+        st.stats.appends += 1;
+        if sync {
+            st.fill_waiters += 1;
+        }
+        inner.arriving.fetch_sub(1, Ordering::SeqCst);
+        if st.flusher_idle {
+            inner.work_cv.notify_one();
+        }
+        let mut outcome = Ok(());
+        if sync {
+            while st.durable_seq < seq {
+                if let Some(failure) = &st.failure {
+                    outcome = Err(failure.to_error());
+                    break;
+                }
+                inner.durable_cvs[(generation % 2) as usize].wait(&mut st);
+            }
+        }
+        drop(st);
+        let applied = outcome.map(|()| apply(seq));
+        let mut st = inner.state.lock();
+        let left = st.unapplied.get_mut(&generation).expect("placed appends are counted");
+        *left -= 1;
+        if *left == 0 {
+            st.unapplied.remove(&generation);
+            inner.applied_cv.notify_all();
+        }
+        drop(st);
+        applied.map(|r| (seq, r))
+    }
+
+    /// Makes every record appended so far durable.
+    pub fn sync(&self) -> Result<()> {
+        let inner = &*self.inner;
+        let mut st = inner.state.lock();
+        let target = st.next_seq - 1;
+        st.sync_waiters += 1;
+        let result = loop {
+            if st.durable_seq >= target {
+                break Ok(());
+            }
+            if let Some(failure) = &st.failure {
+                break Err(failure.to_error());
+            }
+            if st.closed {
+                break Err(Error::Closed);
+            }
+            if st.flusher_idle {
+                inner.work_cv.notify_one();
+            }
+            inner.progress_cv.wait(&mut st);
+        };
+        st.sync_waiters -= 1;
+        result
+    }
+
+    /// Truncate retention: removes the segments whose records all have sequence numbers at
+    /// or below `upto` (their effects are persisted elsewhere). Returns segments removed.
+    pub fn truncate(&self, upto: SeqNo) -> Result<usize> {
+        match &self.inner.segments {
+            Some(segments) => segments.lock().truncate(upto),
+            None => Err(Error::Unsupported {
+                what: "truncate on a cyclic log (it collects garbage itself)".into(),
+            }),
+        }
+    }
+
+    /// Flushes and syncs everything appended, stops the flusher, and refuses further
+    /// appends with [`Error::Closed`]. Idempotent.
+    pub fn close(&self) -> Result<()> {
+        self.stop(false)
+    }
+
+    /// Stops the flusher without flushing the fill buffer: what a crash leaves behind.
+    /// For crash tests; the log is closed afterwards.
+    pub fn abandon(&self) {
+        let _ = self.stop(true);
+    }
+
+    fn stop(&self, abandon: bool) -> Result<()> {
+        {
+            let mut st = self.inner.state.lock();
+            if abandon && st.failure.is_none() {
+                st.failure = Some(Failure::Abandoned);
+            }
+            st.closing = true;
+            self.inner.work_cv.notify_all();
+            self.inner.progress_cv.notify_all();
+            self.inner.durable_cvs.iter().for_each(|cv| {
+                cv.notify_all();
+            });
+        }
+        if let Some(handle) = self.flusher.lock().take() {
+            let _ = handle.join();
+        }
+        let mut st = self.inner.state.lock();
+        st.closed = true;
+        self.inner.progress_cv.notify_all();
+        match &st.failure {
+            Some(Failure::Abandoned) | None => Ok(()),
+            Some(failure) => Err(failure.to_error()),
+        }
+    }
+
+    /// Counters of the log.
+    pub fn stats(&self) -> LogStats {
+        let st = self.inner.state.lock();
+        let mut stats = st.stats.clone();
+        stats.next_seq = st.next_seq;
+        stats.durable_seq = st.durable_seq;
+        if let Some(segments) = &self.inner.segments {
+            let segments = segments.lock();
+            stats.segments = segments.count() as u64;
+            stats.disk_bytes = segments.data_bytes();
+        }
+        stats
+    }
+
+    /// The storage the log writes to (for its I/O counters).
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.inner.storage
+    }
+
+    /// The log's options.
+    pub fn options(&self) -> &LogOptions {
+        &self.inner.options
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        let _ = self.stop(false);
+    }
+}
+
+/// Why and when the flusher flushes (contest paper: "either it is full, there is no other
+/// write operation left, or a predefined timeout is reached").
+fn flush_decision(inner: &Inner, st: &State, now: Instant) -> Result<(), Option<Instant>> {
+    if st.fill_records == 0 {
+        return Err(None);
+    }
+    let options = &inner.options;
+    let full = st.space_waiters > 0 || st.fill.len() + 4096 > options.buffer_bytes;
+    if full || st.closing || st.sync_waiters > 0 {
+        return Ok(());
+    }
+    let first = st.fill_first_at.expect("non-empty buffer has a first record");
+    match options.durability {
+        Durability::Sync => {
+            let no_one_pending = inner.arriving.load(Ordering::SeqCst) == 0;
+            let deadline = first + options.linger_max;
+            if (no_one_pending && st.fill_waiters >= st.expected_writers) || now >= deadline {
+                Ok(())
+            } else {
+                Err(Some(deadline))
+            }
+        }
+        Durability::Buffered { max_delay } => {
+            let deadline = first + max_delay / 2;
+            if now >= deadline { Ok(()) } else { Err(Some(deadline)) }
+        }
+        Durability::None => Err(None),
+    }
+}
+
+fn flusher_loop(inner: &Inner, mut sink: Sink) {
+    let ring_retention = matches!(inner.options.retention, Retention::Cyclic { .. });
+    loop {
+        let mut st = inner.state.lock();
+        loop {
+            if st.failure.is_some() {
+                return;
+            }
+            match flush_decision(inner, &st, Instant::now()) {
+                Ok(()) => break,
+                Err(_) if st.closing && st.fill_records == 0 => return,
+                Err(deadline) => {
+                    st.flusher_idle = true;
+                    match deadline {
+                        Some(at) => {
+                            inner.work_cv.wait_until(&mut st, at);
+                        }
+                        None => inner.work_cv.wait(&mut st),
+                    }
+                    st.flusher_idle = false;
+                }
+            }
+        }
+        // Swap buffers: appenders fill the spare while this one is written and synced.
+        let spare = std::mem::take(&mut st.spare);
+        let buffer = std::mem::replace(&mut st.fill, spare);
+        let (records, waiters, seq_hi) = (st.fill_records, st.fill_waiters, st.fill_seq_hi);
+        let generation = st.gen_fill;
+        st.gen_fill += 1;
+        st.fill_records = 0;
+        st.fill_waiters = 0;
+        st.fill_first_at = None;
+        if st.space_waiters > 0 {
+            inner.progress_cv.notify_all();
+        }
+        drop(st);
+
+        let oracle = inner.oracle.read().clone();
+        let result = match &mut sink {
+            Sink::Ring(ring) => ring.flush(&buffer, records, seq_hi, &oracle, &mut || {
+                wait_applied(inner, generation - 1, APPLY_WAIT * 10)
+            }),
+            Sink::Segments(segments) => segments.lock().flush(&buffer, records, seq_hi),
+        };
+
+        let mut st = inner.state.lock();
+        match &result {
+            Ok(bytes) => {
+                assert!(seq_hi >= st.durable_seq, "durable sequence must not go back");
+                st.durable_seq = seq_hi;
+                st.expected_writers = waiters.max(1);
+                st.stats.chunks_written += 1;
+                st.stats.syncs += 1;
+                st.stats.bytes_written += bytes;
+                st.stats.records_written += u64::from(records);
+                st.stats.sync_records_max = st.stats.sync_records_max.max(u64::from(records));
+            }
+            Err(err) => {
+                st.failure = Some(Failure::from_error(err));
+                // Every waiter, of any generation, must see the failure: nobody flushes now.
+                wake_everyone(inner);
+            }
+        }
+        let mut buffer = buffer;
+        buffer.clear();
+        st.spare = buffer;
+        inner.durable_cvs[(generation % 2) as usize].notify_all();
+        inner.progress_cv.notify_all();
+        if let Sink::Ring(ring) = &sink {
+            st.stats.gc_chunks_collected = ring.gc.chunks_collected;
+            st.stats.gc_records_copied = ring.gc.records_copied;
+            st.stats.gc_bytes_copied = ring.gc.bytes_copied;
+            st.stats.gc_records_dropped = ring.gc.records_dropped;
+            st.stats.disk_bytes = ring.window_bytes();
+        }
+        drop(st);
+        if result.is_err() {
+            return;
+        }
+        // Read ahead and collect while writers fill the next buffer (contest paper, Fig. 5).
+        if let Sink::Ring(ring) = &mut sink
+            && ring_retention
+            && wait_applied(inner, generation, APPLY_WAIT)
+            && let Err(err) = ring.collect_ahead(&oracle)
+        {
+            let mut st = inner.state.lock();
+            st.failure = Some(Failure::from_error(&err));
+            wake_everyone(inner);
+            return;
+        }
+    }
+}
+
+fn wake_everyone(inner: &Inner) {
+    inner.progress_cv.notify_all();
+    inner.applied_cv.notify_all();
+    for cv in &inner.durable_cvs {
+        cv.notify_all();
+    }
+}
+
+/// Waits until every append of generations up to `generation` has finished (applied).
+fn wait_applied(inner: &Inner, generation: u64, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    let mut st = inner.state.lock();
+    while st.unapplied.first_key_value().is_some_and(|(g, _)| *g <= generation) {
+        if st.failure.is_some() || inner.applied_cv.wait_until(&mut st, deadline).timed_out() {
+            return st.unapplied.first_key_value().is_none_or(|(g, _)| *g > generation);
+        }
+    }
+    true
+}

@@ -1,0 +1,309 @@
+//! The group-commit log: appends from many threads, reopen, retention, bad input.
+
+mod log_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lamina_core::{BatchOp, Durability, Error, WriteBatch};
+use lamina_storage::log::{Log, LogOp, LogOptions, Record, Retention};
+use lamina_storage::{MemoryStorage, OpenMode, Storage};
+use log_support::{key, open_with_model, small_options, small_ring, value};
+
+fn collect(storage: Arc<dyn Storage>, options: LogOptions) -> Vec<Record> {
+    let mut records = Vec::new();
+    let log = Log::open(storage, options, |r| records.push(r)).unwrap();
+    log.close().unwrap();
+    records
+}
+
+#[test]
+fn concurrent_appends_survive_reopen_in_sequence_order() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let options = small_options(Retention::Truncate { segment_bytes: 64 * 1024 }, Durability::Sync);
+    let (log, model) = open_with_model(storage.clone(), options.clone()).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..6u64 {
+            let (log, model) = (&log, &model);
+            s.spawn(move || {
+                for i in 0..150u64 {
+                    let k = key(t * 1000 + i % 40);
+                    let ops = match i % 7 {
+                        3 => vec![BatchOp::Delete { key: k }],
+                        5 => vec![
+                            BatchOp::Put { key: k.clone(), value: value(t, i, 50) },
+                            BatchOp::Put { key: key(t * 1000 + 999), value: value(t, i, 10) },
+                            BatchOp::Delete { key: k },
+                        ],
+                        _ => vec![BatchOp::Put { key: k, value: value(t, i, 100) }],
+                    };
+                    model.write(log, &ops).unwrap();
+                }
+            });
+        }
+    });
+    let stats = log.stats();
+    assert_eq!(stats.appends, 900);
+    assert_eq!(stats.records_written, 900);
+    assert!(stats.syncs <= 900);
+    assert!(stats.segments > 1, "64 KiB segments must roll: {stats:?}");
+    let expected = model.snapshot();
+    log.close().unwrap();
+    assert!(matches!(log.append(LogOp::Delete { key: b"x" }), Err(Error::Closed)));
+    log.close().unwrap(); // idempotent
+
+    let records = collect(storage.clone(), options.clone());
+    assert_eq!(records.len(), 900);
+    assert!(records.windows(2).all(|w| w[0].seq < w[1].seq), "replay is in sequence order");
+    assert_eq!(records.first().unwrap().seq, 1);
+    let (log, model) = open_with_model(storage, options).unwrap();
+    assert_eq!(model.snapshot(), expected);
+    // Sequence numbers continue after reopen.
+    assert_eq!(log.append(LogOp::Delete { key: b"k" }).unwrap(), 901);
+}
+
+#[test]
+fn truncate_removes_old_segments_only() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let options = small_options(Retention::Truncate { segment_bytes: 40 * 1024 }, Durability::Sync);
+    let log = Log::open(storage.clone(), options.clone(), |_| {}).unwrap();
+    let mut last = 0;
+    for i in 0..100u64 {
+        last = log.append(LogOp::Put { key: &key(i), value: &value(i, 0, 200) }).unwrap();
+    }
+    let before = log.stats().segments;
+    assert!(before >= 3, "{before}");
+    assert_eq!(log.truncate(0).unwrap(), 0);
+    let removed = log.truncate(last / 2).unwrap();
+    assert!(removed >= 1 && (removed as u64) < before);
+    assert_eq!(log.stats().segments, before - removed as u64);
+    log.close().unwrap();
+    let records = collect(storage.clone(), options.clone());
+    // Every record above the truncation point is still there; maybe a few below it.
+    assert!(records.iter().filter(|r| r.seq > last / 2).count() as u64 == last - last / 2);
+    assert_eq!(records.last().unwrap().seq, last);
+    // Truncating everything keeps the newest segment, and the log keeps working.
+    let log = Log::open(storage.clone(), options.clone(), |_| {}).unwrap();
+    log.truncate(u64::MAX).unwrap();
+    assert_eq!(log.stats().segments, 1);
+    assert_eq!(log.append(LogOp::Delete { key: b"z" }).unwrap(), last + 1);
+    log.close().unwrap();
+    assert_eq!(collect(storage, options).last().unwrap().seq, last + 1);
+}
+
+#[test]
+fn cyclic_log_collects_garbage_within_its_budget() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let retention = small_ring();
+    let Retention::Cyclic { capacity_bytes } = retention else { unreachable!() };
+    let options = small_options(retention, Durability::Sync);
+    let (log, model) = open_with_model(storage.clone(), options.clone()).unwrap();
+    // 60 live keys overwritten over and over: many laps of the ring.
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let (log, model) = (&log, &model);
+            s.spawn(move || {
+                for i in 0..400u64 {
+                    let k = key((t * 15 + i) % 60);
+                    let ops = if i % 11 == 0 {
+                        vec![BatchOp::Delete { key: k }]
+                    } else if i % 13 == 0 {
+                        vec![
+                            BatchOp::Put { key: k.clone(), value: value(t, i, 30) },
+                            BatchOp::Put { key: k, value: value(t, i, 90) },
+                        ]
+                    } else {
+                        vec![BatchOp::Put { key: k, value: value(t, i, 100 + (i as usize % 200)) }]
+                    };
+                    model.write(log, &ops).unwrap();
+                }
+            });
+        }
+    });
+    let stats = log.stats();
+    assert!(stats.bytes_written > 2 * capacity_bytes, "must wrap around: {stats:?}");
+    assert!(stats.gc_chunks_collected > 0 && stats.gc_records_dropped > 0, "{stats:?}");
+    assert!(stats.disk_bytes <= capacity_bytes);
+    let ring_len = storage.open("wal.ring", OpenMode::Existing).unwrap().len().unwrap();
+    assert_eq!(ring_len, 4096 + capacity_bytes, "the ring never grows");
+    let expected = model.snapshot();
+    log.close().unwrap();
+    let (log, model) = open_with_model(storage.clone(), options.clone()).unwrap();
+    assert_eq!(model.snapshot(), expected);
+    // And again after more writes.
+    for i in 0..200u64 {
+        model.write(&log, &[BatchOp::Put { key: key(i % 60), value: value(9, i, 64) }]).unwrap();
+    }
+    let expected = model.snapshot();
+    log.close().unwrap();
+    let (_log, model) = open_with_model(storage, options).unwrap();
+    assert_eq!(model.snapshot(), expected);
+}
+
+#[test]
+fn cyclic_log_full_of_live_records_is_no_space_and_loses_nothing() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let options = small_options(small_ring(), Durability::Sync);
+    let (log, model) = open_with_model(storage.clone(), options.clone()).unwrap();
+    // Distinct keys of 1 KiB: all live; the ring must fill up.
+    let mut acked = 0u64;
+    let err = loop {
+        match model.write(&log, &[BatchOp::Put { key: key(acked), value: value(acked, 0, 1024) }]) {
+            Ok(_) => acked += 1,
+            Err(err) => break err,
+        }
+        assert!(acked < 10_000, "a bounded ring cannot take unbounded live data");
+    };
+    assert!(matches!(err, Error::NoSpace { .. }), "{err}");
+    assert!(err.to_string().contains("capacity_bytes"), "{err}");
+    // Sticky: further writes are refused too.
+    assert!(matches!(log.append(LogOp::Delete { key: b"k" }), Err(Error::NoSpace { .. })));
+    let expected = model.snapshot();
+    assert_eq!(expected.len() as u64, acked);
+    let _ = log.close();
+    drop(log);
+    // Every acknowledged write is still there after reopening.
+    let (_log, model) = open_with_model(storage, options).unwrap();
+    assert_eq!(model.snapshot(), expected);
+}
+
+#[test]
+fn buffered_and_none_durability_persist_on_sync_and_close() {
+    for durability in
+        [Durability::Buffered { max_delay: Duration::from_millis(5) }, Durability::None]
+    {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        let options = small_options(Retention::Truncate { segment_bytes: 1 << 20 }, durability);
+        let log = Log::open(storage.clone(), options.clone(), |_| {}).unwrap();
+        for i in 0..50u64 {
+            log.append(LogOp::Put { key: &key(i), value: b"v" }).unwrap();
+        }
+        log.sync().unwrap();
+        assert_eq!(log.stats().durable_seq, 50);
+        for i in 50..80u64 {
+            log.append(LogOp::Put { key: &key(i), value: b"v" }).unwrap();
+        }
+        log.close().unwrap();
+        assert_eq!(collect(storage, options).len(), 80, "{durability:?}");
+    }
+}
+
+#[test]
+fn oversized_input_is_refused_and_changes_nothing() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let options = small_options(Retention::Truncate { segment_bytes: 1 << 20 }, Durability::Sync);
+    let log = Log::open(storage.clone(), options.clone(), |_| {}).unwrap();
+    let long_key = vec![1u8; 1025];
+    assert!(
+        log.append(LogOp::Put { key: &long_key, value: b"" }).unwrap_err().is_invalid_argument()
+    );
+    assert!(log.append(LogOp::Delete { key: b"" }).unwrap_err().is_invalid_argument());
+    let mut batch = WriteBatch::new();
+    for i in 0..40u64 {
+        batch.put(key(i), vec![0u8; 1000]);
+    }
+    let err = log.append(LogOp::Batch(&batch)).unwrap_err();
+    assert!(err.is_invalid_argument() && err.to_string().contains("write buffer"), "{err}");
+    assert_eq!(log.append(LogOp::Put { key: b"ok", value: b"1" }).unwrap(), 1);
+    log.close().unwrap();
+    assert_eq!(collect(storage, options).len(), 1);
+}
+
+#[test]
+fn foreign_or_future_files_are_incompatible() {
+    let options = small_options(Retention::Truncate { segment_bytes: 1 << 20 }, Durability::Sync);
+    // Not a lamina log at all.
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let file = storage.open("wal-0000000000000000.seg", OpenMode::Create).unwrap();
+    file.write_all_at(0, &vec![b'x'; 8192]).unwrap();
+    let err = Log::open(storage, options.clone(), |_| {}).unwrap_err();
+    assert!(
+        matches!(err, Error::Incompatible { .. }) && err.to_string().contains("not a lamina log")
+    );
+    // A future format version.
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    Log::open(storage.clone(), options.clone(), |_| {}).unwrap().close().unwrap();
+    let file = storage.open("wal-0000000000000000.seg", OpenMode::Existing).unwrap();
+    file.write_all_at(8, &7u32.to_le_bytes()).unwrap();
+    let err = Log::open(storage.clone(), options.clone(), |_| {}).unwrap_err();
+    assert!(
+        matches!(err, Error::Incompatible { .. }) && err.to_string().contains("version 7"),
+        "{err}"
+    );
+    // The wrong retention mode.
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    Log::open(storage.clone(), options.clone(), |_| {}).unwrap().close().unwrap();
+    let cyclic = small_options(small_ring(), Durability::Sync);
+    let err = Log::open(storage, cyclic, |_| {}).unwrap_err();
+    assert!(matches!(err, Error::Incompatible { .. }), "{err}");
+}
+
+fn corrupt_middle_and_tail(retention: Retention, file_name: &str) {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let options = small_options(retention, Durability::Sync);
+    let log = Log::open(storage.clone(), options.clone(), |_| {}).unwrap();
+    for i in 0..10u64 {
+        log.append(LogOp::Put { key: &key(i), value: &value(i, 0, 100) }).unwrap();
+    }
+    log.close().unwrap();
+    drop(log);
+    let file = storage.open(file_name, OpenMode::Existing).unwrap();
+    // Chunks are one block each here: block 1 is the first chunk, block 10 the last.
+    let flip = |block: u64| {
+        let mut byte = [0u8];
+        file.read_exact_at(block * 4096 + 100, &mut byte).unwrap();
+        byte[0] ^= 0x10;
+        file.write_all_at(block * 4096 + 100, &byte).unwrap();
+    };
+    // A torn last chunk: recovery stops before it.
+    flip(10);
+    assert_eq!(collect(storage.clone(), options.clone()).len(), 9);
+    // A bad chunk followed by valid ones: corruption, naming the file and offset.
+    let log = Log::open(storage.clone(), options.clone(), |_| {}).unwrap();
+    log.append(LogOp::Put { key: b"again", value: b"1" }).unwrap();
+    log.close().unwrap();
+    drop(log);
+    flip(4);
+    let err = Log::open(storage, options, |_| {}).unwrap_err();
+    match err {
+        Error::Corruption { file, offset, .. } => {
+            assert!(file.to_string_lossy().contains(file_name));
+            assert_eq!(offset, 4 * 4096);
+        }
+        other => panic!("expected corruption, got {other}"),
+    }
+}
+
+#[test]
+fn torn_tail_is_dropped_and_bad_middle_chunk_is_corruption() {
+    corrupt_middle_and_tail(
+        Retention::Truncate { segment_bytes: 1 << 20 },
+        "wal-0000000000000000.seg",
+    );
+    corrupt_middle_and_tail(small_ring(), "wal.ring");
+}
+
+#[test]
+fn group_commit_coalesces_concurrent_sync_writers() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let options = LogOptions {
+        linger_max: Duration::from_millis(5),
+        ..small_options(Retention::Truncate { segment_bytes: 1 << 20 }, Durability::Sync)
+    };
+    let log = Log::open(storage, options, |_| {}).unwrap();
+    let per_thread = 50u64;
+    std::thread::scope(|s| {
+        for t in 0..8u64 {
+            let log = &log;
+            s.spawn(move || {
+                for i in 0..per_thread {
+                    log.append(LogOp::Put { key: &key(t * 100 + i), value: &[7u8; 100] }).unwrap();
+                }
+            });
+        }
+    });
+    let stats = log.stats();
+    assert_eq!(stats.records_written, 8 * per_thread);
+    // Appends that arrive during a flush share the next chunk: fewer syncs than records.
+    assert!(stats.syncs < stats.records_written, "{stats:?}");
+}

@@ -1,0 +1,115 @@
+//! A tiny engine for the log's tests: a map that remembers the sequence number of each key's
+//! current version, applies operations inside `append_with`, and answers liveness.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use lamina_core::{BatchOp, Durability, Result, WriteBatch};
+use lamina_storage::Storage;
+use lamina_storage::log::{
+    LiveRecords, Log, LogOp, LogOptions, Record, RecordOp, Retention, SeqNo,
+};
+use parking_lot::Mutex;
+
+/// Key -> (seq of the current version, value).
+pub type VersionMap = BTreeMap<Vec<u8>, (SeqNo, Vec<u8>)>;
+
+/// The engine: a map under a lock.
+#[derive(Debug, Default)]
+pub struct Model {
+    pub map: Mutex<VersionMap>,
+}
+
+impl LiveRecords for Model {
+    fn is_current(&self, key: &[u8], seq: SeqNo) -> bool {
+        self.map.lock().get(key).is_some_and(|(s, _)| *s == seq)
+    }
+}
+
+impl Model {
+    pub fn apply_op(map: &mut VersionMap, seq: SeqNo, op: &BatchOp) {
+        match op {
+            BatchOp::Put { key, value } => {
+                map.insert(key.clone(), (seq, value.clone()));
+            }
+            BatchOp::Delete { key } => {
+                map.remove(key);
+            }
+        }
+    }
+
+    pub fn apply_record(&self, record: &Record) {
+        let mut map = self.map.lock();
+        for op in record_ops(&record.op) {
+            Self::apply_op(&mut map, record.seq, &op);
+        }
+    }
+
+    pub fn snapshot(&self) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        self.map.lock().iter().map(|(k, (_, v))| (k.clone(), v.clone())).collect()
+    }
+
+    /// Logs `ops` (one op: put/delete; several: a batch) and applies them inside the log's
+    /// apply hook, as an engine must.
+    pub fn write(&self, log: &Log, ops: &[BatchOp]) -> Result<SeqNo> {
+        let batch: WriteBatch;
+        let op = match ops {
+            [BatchOp::Put { key, value }] => LogOp::Put { key, value },
+            [BatchOp::Delete { key }] => LogOp::Delete { key },
+            _ => {
+                batch = ops.iter().cloned().collect();
+                LogOp::Batch(&batch)
+            }
+        };
+        let (seq, ()) = log.append_with(op, |seq| {
+            let mut map = self.map.lock();
+            for op in ops {
+                Self::apply_op(&mut map, seq, op);
+            }
+        })?;
+        Ok(seq)
+    }
+}
+
+pub fn record_ops(op: &RecordOp) -> Vec<BatchOp> {
+    match op {
+        RecordOp::Put { key, value } => {
+            vec![BatchOp::Put { key: key.clone(), value: value.clone() }]
+        }
+        RecordOp::Delete { key } => vec![BatchOp::Delete { key: key.clone() }],
+        RecordOp::Batch(ops) => ops.clone(),
+    }
+}
+
+/// Opens `log` over `storage`, replaying into a fresh model that then serves as its oracle.
+pub fn open_with_model(
+    storage: Arc<dyn Storage>,
+    options: LogOptions,
+) -> Result<(Log, Arc<Model>)> {
+    let model = Arc::new(Model::default());
+    let log = Log::open(storage, options, |record| model.apply_record(&record))?;
+    log.set_live_records(model.clone());
+    Ok((log, model))
+}
+
+pub fn small_options(retention: Retention, durability: Durability) -> LogOptions {
+    LogOptions { retention, durability, buffer_bytes: 16 * 1024, ..LogOptions::default() }
+}
+
+/// The smallest ring the small options accept.
+pub fn small_ring() -> Retention {
+    let options = small_options(Retention::Cyclic { capacity_bytes: 0 }, Durability::Sync);
+    Retention::Cyclic { capacity_bytes: options.ring_bytes_min() }
+}
+
+pub fn key(i: u64) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+pub fn value(i: u64, round: u64, len: usize) -> Vec<u8> {
+    let mut v = format!("{i}:{round}:").into_bytes();
+    v.resize(len, b'.');
+    v
+}
