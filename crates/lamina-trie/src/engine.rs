@@ -1,84 +1,103 @@
-//! [`TrieEngine`]: the prefix tree behind lamina's [`OrderedIndex`] API.
+//! [`TrieEngine`]: the prefix tree behind lamina's [`OrderedIndex`] API, volatile or made
+//! durable by the coalesced cyclic log (paper section 3, `lamina_storage::log`).
 //!
 //! Every operation validates its input first (bad input changes nothing), then:
-//! gets and scans run lock-free inside the batch gate ([`crate::gate`]); single-key writes
-//! lock one inner node ([`crate::tree`]); batches run inside the gate's write side.
+//! - gets and scans run lock-free inside the batch gate ([`crate::gate`]);
+//! - single-key writes lock one inner node ([`crate::tree`]). Durable ones keep that lock
+//!   while the log makes the write durable and apply it inside the log's apply hook, so a
+//!   key's writes reach the log and the tree in the same order (what the log's garbage
+//!   collection relies on) and CAS stays atomic;
+//! - batches run inside the gate's write side. Durable batches are one log record; they also
+//!   hold the engine's writer lock exclusively (single-key writers hold it shared), so no
+//!   single-key write to a key of the batch can be logged between the batch's record and its
+//!   application.
 //!
-//! `close` marks the handle closed; calls that start afterwards return `Closed`. Memory is
-//! released when the engine is dropped.
+//! `close` marks the handle closed (calls that start afterwards return `Closed`) and closes
+//! the log, which flushes and syncs it. Memory is released when the engine is dropped.
+
+use std::sync::{Arc, PoisonError, RwLock};
 
 use crossbeam_epoch as epoch;
 use lamina_core::limits::{check_key, check_scan_limit, check_value};
-use lamina_core::{
-    BatchOp, CasOutcome, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch,
-};
+use lamina_core::{CasOutcome, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch};
+use lamina_storage::Storage;
+use lamina_storage::log::{LiveRecords, Log, LogOp};
 
+use crate::any_trie::{AnyTrie, Commit, with_trie};
 use crate::gate::BatchGate;
-use crate::node::Content;
 use crate::options::TrieOptions;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
-use crate::tree::{Applied, Change, TreeCounters, Trie};
 
-/// The tree, monomorphized for each allowed k' (fanout = 2^k').
+/// The durable part: the log and the writer lock that orders batches against single writes.
 #[derive(Debug)]
-enum AnyTrie {
-    Fanout2(Trie<2>),
-    Fanout4(Trie<4>),
-    Fanout16(Trie<16>),
-    Fanout256(Trie<256>),
-}
-
-/// Runs `$body` with `$t` bound to the concrete tree.
-macro_rules! with_trie {
-    ($any:expr, $t:ident => $body:expr) => {
-        match $any {
-            AnyTrie::Fanout2($t) => $body,
-            AnyTrie::Fanout4($t) => $body,
-            AnyTrie::Fanout16($t) => $body,
-            AnyTrie::Fanout256($t) => $body,
-        }
-    };
+struct Durable {
+    log: Log,
+    writers: RwLock<()>,
 }
 
 /// The `trie` engine.
 #[derive(Debug)]
 pub struct TrieEngine {
-    tree: AnyTrie,
+    tree: Arc<AnyTrie>,
     gate: BatchGate,
     closed: AtomicBool,
     user_bytes_written: AtomicU64,
     options: TrieOptions,
-}
-
-/// The observer of volatile writes: nothing to log.
-#[allow(clippy::unnecessary_wraps)] // the signature every observer has
-fn unlogged(_: &Applied<'_>) -> Result<()> {
-    Ok(())
+    durable: Option<Durable>,
 }
 
 impl TrieEngine {
     /// An in-memory engine that keeps nothing after `close`.
     pub fn volatile(options: TrieOptions) -> Result<Self> {
         options.validate()?;
-        let tree = match options.prefix_bits {
-            1 => AnyTrie::Fanout2(Trie::new()),
-            2 => AnyTrie::Fanout4(Trie::new()),
-            4 => AnyTrie::Fanout16(Trie::new()),
-            8 => AnyTrie::Fanout256(Trie::new()),
-            other => unreachable!("validate() admits no prefix_bits {other}"),
-        };
-        Ok(TrieEngine {
+        Ok(TrieEngine::with_tree(Arc::new(AnyTrie::new(options.prefix_bits)), options, None))
+    }
+
+    /// Opens (or creates) a durable engine whose log ring lives in `storage`, rebuilding the
+    /// tree from the log (paper section 3: "the storage system must be capable of
+    /// rebuilding the in-memory index"). The ring's size is fixed when it is created
+    /// (`options.disk_budget_bytes`, default 3x `live_bytes_estimate`).
+    pub fn open(storage: Arc<dyn Storage>, options: TrieOptions) -> Result<Self> {
+        options.validate_durable()?;
+        let tree = Arc::new(AnyTrie::new(options.prefix_bits));
+        let mut replay_error = None;
+        let log = Log::open(storage, options.log_options(), |record| {
+            if replay_error.is_none() {
+                replay_error = tree.replay(&record).err();
+            }
+        })?;
+        if let Some(err) = replay_error {
+            log.abandon();
+            return Err(err);
+        }
+        log.set_live_records(Arc::clone(&tree) as Arc<dyn LiveRecords>);
+        let durable = Durable { log, writers: RwLock::new(()) };
+        Ok(TrieEngine::with_tree(tree, options, Some(durable)))
+    }
+
+    fn with_tree(tree: Arc<AnyTrie>, options: TrieOptions, durable: Option<Durable>) -> Self {
+        TrieEngine {
             tree,
             gate: BatchGate::new(),
             closed: AtomicBool::new(false),
             user_bytes_written: AtomicU64::new(0),
             options,
-        })
+            durable,
+        }
     }
 
     /// The options the engine was built with.
     pub fn options(&self) -> &TrieOptions {
         &self.options
+    }
+
+    /// Crash tests: stops the log without flushing what it buffered, as a power failure
+    /// would. The handle refuses every call afterwards.
+    pub fn abandon(&self) {
+        self.closed.store(true, Ordering::Release);
+        if let Some(durable) = &self.durable {
+            durable.log.abandon();
+        }
     }
 
     fn check_open(&self) -> Result<()> {
@@ -89,53 +108,17 @@ impl TrieEngine {
         self.user_bytes_written.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
-    fn counters(&self) -> TreeCounters {
-        with_trie!(&self.tree, t => t.counters())
-    }
-
-    fn put_unchecked(&self, key: &[u8], value: &[u8]) {
-        with_trie!(&self.tree, t => put(t, key, value));
-        self.count_written(key.len() + value.len());
-    }
-
-    fn delete_unchecked(&self, key: &[u8]) -> bool {
-        let existed = with_trie!(&self.tree, t => delete(t, key));
-        self.count_written(key.len());
-        existed
-    }
-}
-
-fn put<const FANOUT: usize>(tree: &Trie<FANOUT>, key: &[u8], value: &[u8]) {
-    let content = Content::new(key, value, 0);
-    let guard = epoch::pin();
-    let _ = tree.modify(key, &guard, |_| (Change::Put(content), ()), unlogged);
-}
-
-fn delete<const FANOUT: usize>(tree: &Trie<FANOUT>, key: &[u8]) -> bool {
-    let guard = epoch::pin();
-    let done = tree.modify(key, &guard, |_| (Change::Delete, ()), unlogged);
-    done.expect("unlogged writes cannot fail").existed
-}
-
-fn compare_and_swap<const FANOUT: usize>(
-    tree: &Trie<FANOUT>,
-    key: &[u8],
-    expected: Option<&[u8]>,
-    new: Option<&[u8]>,
-) -> CasOutcome {
-    let guard = epoch::pin();
-    let decide = |current: Option<&Content>| {
-        if current.map(Content::value) != expected {
-            let current = current.map(|c| c.value().to_vec());
-            return (Change::Keep, CasOutcome::Mismatch { current });
+    /// Runs a single-key write with the right commit: volatile, or logged while holding
+    /// the writer lock shared.
+    fn single_write<R>(&self, write: impl FnOnce(Commit<'_>) -> Result<R>) -> Result<R> {
+        match &self.durable {
+            None => write(Commit::Volatile),
+            Some(durable) => {
+                let _shared = durable.writers.read().unwrap_or_else(PoisonError::into_inner);
+                write(Commit::Logged(&durable.log))
+            }
         }
-        let change = match new {
-            Some(value) => Change::Put(Content::new(key, value, 0)),
-            None => Change::Delete,
-        };
-        (change, CasOutcome::Swapped)
-    };
-    tree.modify(key, &guard, decide, unlogged).expect("unlogged writes cannot fail").result
+    }
 }
 
 impl OrderedIndex for TrieEngine {
@@ -143,7 +126,7 @@ impl OrderedIndex for TrieEngine {
         check_key(key)?;
         self.check_open()?;
         Ok(self.gate.read(|| {
-            with_trie!(&self.tree, t => {
+            with_trie!(&*self.tree, t => {
                 let guard = epoch::pin();
                 t.get(key, &guard).map(|c| c.value().to_vec())
             })
@@ -154,14 +137,17 @@ impl OrderedIndex for TrieEngine {
         check_key(key)?;
         check_value(value)?;
         self.check_open()?;
-        self.put_unchecked(key, value);
+        self.single_write(|commit| self.tree.put(key, value, commit))?;
+        self.count_written(key.len() + value.len());
         Ok(())
     }
 
     fn delete(&self, key: &[u8]) -> Result<bool> {
         check_key(key)?;
         self.check_open()?;
-        Ok(self.delete_unchecked(key))
+        let existed = self.single_write(|commit| self.tree.delete(key, commit))?;
+        self.count_written(key.len());
+        Ok(existed)
     }
 
     fn compare_and_swap(
@@ -175,7 +161,8 @@ impl OrderedIndex for TrieEngine {
             check_value(value)?;
         }
         self.check_open()?;
-        let outcome = with_trie!(&self.tree, t => compare_and_swap(t, key, expected, new));
+        let outcome =
+            self.single_write(|commit| self.tree.compare_and_swap(key, expected, new, commit))?;
         if outcome.is_swapped() {
             self.count_written(key.len() + new.map_or(0, <[u8]>::len));
         }
@@ -190,7 +177,7 @@ impl OrderedIndex for TrieEngine {
         }
         Ok(self.gate.read(|| {
             let mut out = Vec::with_capacity(limit.min(1024));
-            with_trie!(&self.tree, t => {
+            with_trie!(&*self.tree, t => {
                 let guard = epoch::pin();
                 t.scan_into(range, limit, &guard, &mut out);
             });
@@ -201,25 +188,35 @@ impl OrderedIndex for TrieEngine {
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
         batch.validate()?;
         self.check_open()?;
-        self.gate.write(|| {
-            for op in batch.ops() {
-                match op {
-                    BatchOp::Put { key, value } => self.put_unchecked(key, value),
-                    BatchOp::Delete { key } => {
-                        self.delete_unchecked(key);
-                    }
-                }
+        match &self.durable {
+            None => self.gate.write(|| {
+                batch.ops().iter().try_for_each(|op| self.tree.apply_op(op, Commit::Volatile))
+            })?,
+            Some(durable) => {
+                let _exclusive = durable.writers.write().unwrap_or_else(PoisonError::into_inner);
+                let (_, applied) = durable.log.append_with(LogOp::Batch(batch), |seq| {
+                    self.gate.write(|| {
+                        let commit = Commit::Known(seq);
+                        batch.ops().iter().try_for_each(|op| self.tree.apply_op(op, commit))
+                    })
+                })?;
+                applied?;
             }
-        });
+        }
+        self.count_written(batch.payload_bytes());
         Ok(())
     }
 
     fn sync(&self) -> Result<()> {
-        self.check_open()
+        self.check_open()?;
+        match &self.durable {
+            Some(durable) => durable.log.sync(),
+            None => Ok(()),
+        }
     }
 
     fn stats(&self) -> Stats {
-        let counters = self.counters();
+        let counters = self.tree.counters();
         let mut stats = Stats::new("trie");
         stats.keys = Some(counters.keys);
         stats.memory_bytes = counters.memory_bytes;
@@ -229,11 +226,26 @@ impl OrderedIndex for TrieEngine {
             ("seq_last", counters.seq_last),
             ("prefix_bits", u64::from(self.options.prefix_bits)),
         ];
+        if let Some(durable) = &self.durable {
+            stats.io = durable.log.storage().io_stats();
+            let log = durable.log.stats();
+            stats.extra.extend([
+                ("log_syncs", log.syncs),
+                ("log_records_per_sync_max", log.sync_records_max),
+                ("log_gc_records_copied", log.gc_records_copied),
+                ("log_gc_records_dropped", log.gc_records_dropped),
+                ("log_disk_bytes", log.disk_bytes),
+                ("disk_budget_bytes", self.options.disk_budget_effective()),
+            ]);
+        }
         stats
     }
 
     fn close(&self) -> Result<()> {
         self.closed.store(true, Ordering::Release);
-        Ok(())
+        match &self.durable {
+            Some(durable) => durable.log.close(),
+            None => Ok(()),
+        }
     }
 }

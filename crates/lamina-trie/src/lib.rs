@@ -8,11 +8,11 @@
 //! - `tree`: lookups, single-lock writes with re-validation, dynamic expansion (section 2).
 //! - `scan`: ordered iteration (the contest API's iterate).
 //! - `gate`: atomic write batches without locking readers (lamina's addition).
-//! - [`TrieEngine`]: the `OrderedIndex` implementation.
+//! - `any_trie`: one type over every k', and how a write commits (volatile, logged, replayed).
+//! - [`TrieEngine`]: the `OrderedIndex` implementation, volatile or durable through the
+//!   coalesced cyclic log of `lamina_storage::log` (section 3).
 
-// Sequence numbers, write observers and tickets are used by the durable engine (next).
-#![allow(dead_code)]
-
+mod any_trie;
 mod engine;
 pub mod fragment;
 mod gate;
@@ -24,4 +24,6 @@ mod sync;
 mod tree;
 
 pub use engine::TrieEngine;
-pub use options::TrieOptions;
+pub use options::{
+    DISK_BUDGET_FACTOR_DEFAULT, LIVE_BYTES_ESTIMATE_DEFAULT, LOG_FILE_PREFIX, TrieOptions,
+};

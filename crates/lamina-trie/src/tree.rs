@@ -42,28 +42,23 @@ pub(crate) enum Change {
     Delete,
 }
 
-/// What a write did, passed (under the node lock) to the caller's observer: the place
-/// where the durable engine appends its log record, so that a key's log records are in
-/// the order of its sequence numbers.
+/// The write [`Trie::modify`] is about to publish, shown to its `commit` callback (under
+/// the node lock, so a key's writes are committed in the order they are applied).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Applied<'a> {
     /// The key.
     pub(crate) key: &'a [u8],
-    /// The new value (`None`: deleted).
-    pub(crate) value: Option<&'a [u8]>,
-    /// The sequence number assigned to the write.
-    pub(crate) seq: u64,
+    /// Whether the write deletes the key (otherwise it stores the decided content).
+    pub(crate) deleted: bool,
 }
 
 /// What [`Trie::modify`] did.
 #[derive(Debug)]
-pub(crate) struct Modified<R, T> {
+pub(crate) struct Modified<R> {
     /// What `decide` returned.
     pub(crate) result: R,
     /// Whether the key existed before.
     pub(crate) existed: bool,
-    /// What `observe` returned, if the key changed.
-    pub(crate) ticket: Option<T>,
 }
 
 /// The generalized prefix tree with `FANOUT = 2^k'` buckets per inner node.
@@ -132,17 +127,25 @@ impl<const FANOUT: usize> Trie<FANOUT> {
         self.seq_last.fetch_max(seq, Ordering::Relaxed);
     }
 
+    /// The next sequence number of a volatile write (a durable write gets its number from
+    /// the log instead).
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.seq_last.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
     /// Changes `key` atomically: walks to the key's home, locks its node, re-validates, and
-    /// calls `decide` with the current content (under the lock). A `Put` or `Delete` gets
-    /// the next sequence number and is passed to `observe` (still under the lock) before
-    /// it is published; if `observe` fails, nothing changes and its error is returned.
-    pub(crate) fn modify<R, T, E>(
+    /// calls `decide` with the current content (under the lock). A `Put`, or a `Delete` of
+    /// a present key, is then handed to `commit` (still under the lock) with a `publish`
+    /// callback that `commit` must call exactly once, with the write's sequence number, if
+    /// it succeeds: that is where the durable engine logs the write and applies it inside
+    /// the log's apply hook. If `commit` fails, nothing changes and its error is returned.
+    pub(crate) fn modify<R, E>(
         &self,
         key: &[u8],
         guard: &Guard,
         decide: impl FnOnce(Option<&Content>) -> (Change, R),
-        observe: impl FnOnce(&Applied<'_>) -> Result<T, E>,
-    ) -> Result<Modified<R, T>, E> {
+        commit: impl FnOnce(&Applied<'_>, &mut dyn FnMut(u64)) -> Result<(), E>,
+    ) -> Result<Modified<R>, E> {
         let mut node: &Inner<FANOUT> = &self.root;
         let mut level = 0;
         loop {
@@ -173,44 +176,54 @@ impl<const FANOUT: usize> Trie<FANOUT> {
             );
             let (change, result) = decide(mine);
             let existed = mine.is_some();
-            let mut ticket = None;
+            let mut published = false;
             match change {
-                Change::Keep => {}
-                Change::Put(mut content) => {
+                Change::Keep => published = true,
+                Change::Put(content) => {
                     assert_eq!(content.key(), key, "a write stores the key it was given");
-                    let seq = self.seq_last.fetch_add(1, Ordering::Relaxed) + 1;
-                    content.set_seq(seq);
-                    ticket = Some(observe(&Applied { key, value: Some(content.value()), seq })?);
-                    self.add_memory(content.memory_bytes(), mine.map_or(0, Content::memory_bytes));
-                    match current {
-                        Some(other) if mine.is_none() => {
-                            self.expand(slot, level + 1, other, content);
-                        }
-                        _ => {
-                            if let Some(old) = slot.publish_content(content) {
-                                // SAFETY: `old` was just swapped out under the node lock.
-                                unsafe { retire_content(old, guard) };
+                    let mut pending = Some(content);
+                    let mut publish = |seq: u64| {
+                        let mut content = pending.take().expect("a write is published once");
+                        content.set_seq(seq);
+                        let removed = mine.map_or(0, Content::memory_bytes);
+                        self.add_memory(content.memory_bytes(), removed);
+                        match current {
+                            Some(other) if mine.is_none() => {
+                                self.expand(slot, level + 1, other, content);
+                            }
+                            _ => {
+                                if let Some(old) = slot.publish_content(content) {
+                                    // SAFETY: `old` was just swapped out under the node lock.
+                                    unsafe { retire_content(old, guard) };
+                                }
                             }
                         }
-                    }
-                    if !existed {
-                        self.keys.fetch_add(1, Ordering::Relaxed);
-                    }
+                        if !existed {
+                            self.keys.fetch_add(1, Ordering::Relaxed);
+                        }
+                        published = true;
+                    };
+                    commit(&Applied { key, deleted: false }, &mut publish)?;
                 }
-                Change::Delete => {
-                    if let Some(old_content) = mine {
-                        let seq = self.seq_last.fetch_add(1, Ordering::Relaxed) + 1;
-                        ticket = Some(observe(&Applied { key, value: None, seq })?);
-                        self.add_memory(0, old_content.memory_bytes());
-                        let old = slot.clear().expect("the slot held the key's content");
-                        // SAFETY: `old` was just swapped out under the node lock.
-                        unsafe { retire_content(old, guard) };
-                        self.keys.fetch_sub(1, Ordering::Relaxed);
+                Change::Delete => match mine {
+                    None => published = true,
+                    Some(old_content) => {
+                        let mut publish = |_seq: u64| {
+                            assert!(!published, "a write is published once");
+                            self.add_memory(0, old_content.memory_bytes());
+                            let old = slot.clear().expect("the slot held the key's content");
+                            // SAFETY: `old` was just swapped out under the node lock.
+                            unsafe { retire_content(old, guard) };
+                            self.keys.fetch_sub(1, Ordering::Relaxed);
+                            published = true;
+                        };
+                        commit(&Applied { key, deleted: true }, &mut publish)?;
                     }
-                }
+                },
             }
+            assert!(published, "a successful commit publishes its write");
             drop(held);
-            return Ok(Modified { result, existed, ticket });
+            return Ok(Modified { result, existed });
         }
     }
 
