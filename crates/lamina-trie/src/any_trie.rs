@@ -58,7 +58,7 @@ impl Commit<'_> {
         match self {
             Commit::Volatile => publish(tree.next_seq()),
             Commit::Logged(log) => {
-                let (seq, ()) = log.append_with(op, |seq| publish(seq))?;
+                let (seq, ()) = log.append_with(op, &mut *publish)?;
                 tree.advance_seq(seq);
             }
             Commit::Known(seq) => {
@@ -152,7 +152,11 @@ fn put<const FANOUT: usize>(
     .map(drop)
 }
 
-fn delete<const FANOUT: usize>(tree: &Trie<FANOUT>, key: &[u8], commit: Commit<'_>) -> Result<bool> {
+fn delete<const FANOUT: usize>(
+    tree: &Trie<FANOUT>,
+    key: &[u8],
+    commit: Commit<'_>,
+) -> Result<bool> {
     let guard = epoch::pin();
     let done = tree.modify(
         key,
@@ -186,7 +190,7 @@ fn compare_and_swap<const FANOUT: usize>(
         Some(value) => LogOp::Put { key, value },
         None => LogOp::Delete { key },
     };
-    let done =
-        tree.modify(key, &guard, decide, |applied, publish| commit.run(tree, op, applied, publish))?;
+    let done = tree
+        .modify(key, &guard, decide, |applied, publish| commit.run(tree, op, applied, publish))?;
     Ok(done.result)
 }

@@ -84,9 +84,9 @@ impl TrieOptions {
     /// The disk budget in force: the option, or the default multiple of the estimate,
     /// rounded up to whole 4 KiB blocks.
     pub fn disk_budget_effective(&self) -> u64 {
-        let budget = self.disk_budget_bytes.unwrap_or_else(|| {
-            self.live_bytes_estimate.saturating_mul(DISK_BUDGET_FACTOR_DEFAULT)
-        });
+        let budget = self
+            .disk_budget_bytes
+            .unwrap_or_else(|| self.live_bytes_estimate.saturating_mul(DISK_BUDGET_FACTOR_DEFAULT));
         budget.div_ceil(4096).saturating_mul(4096)
     }
 
