@@ -33,7 +33,8 @@ pub(crate) use with_trie;
 /// How a write gets its sequence number and becomes durable.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Commit<'a> {
-    /// In memory only: the tree numbers its writes.
+    /// In memory only. Sequence numbers only serve the log (garbage collection and
+    /// recovery), so volatile writes carry 0 and skip the shared counter.
     Volatile,
     /// Appended to the log; applied inside the log's apply hook once durable, so the log's
     /// garbage collection never sees a record the tree does not reflect yet (section 3).
@@ -56,7 +57,7 @@ impl Commit<'_> {
         assert_eq!(applied.key, key, "the record logged is the write applied");
         assert_eq!(applied.deleted, matches!(op, LogOp::Delete { .. }));
         match self {
-            Commit::Volatile => publish(tree.next_seq()),
+            Commit::Volatile => publish(0),
             Commit::Logged(log) => {
                 let (seq, ()) = log.append_with(op, &mut *publish)?;
                 tree.advance_seq(seq);

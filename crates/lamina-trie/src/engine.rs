@@ -24,9 +24,10 @@ use lamina_storage::Storage;
 use lamina_storage::log::{LiveRecords, Log, LogOp};
 
 use crate::any_trie::{AnyTrie, Commit, with_trie};
+use crate::counter::StripedCounter;
 use crate::gate::BatchGate;
 use crate::options::TrieOptions;
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, Ordering};
 
 /// The durable part: the log and the writer lock that orders batches against single writes.
 #[derive(Debug)]
@@ -41,7 +42,7 @@ pub struct TrieEngine {
     tree: Arc<AnyTrie>,
     gate: BatchGate,
     closed: AtomicBool,
-    user_bytes_written: AtomicU64,
+    user_bytes_written: StripedCounter,
     options: TrieOptions,
     durable: Option<Durable>,
 }
@@ -80,7 +81,7 @@ impl TrieEngine {
             tree,
             gate: BatchGate::new(),
             closed: AtomicBool::new(false),
-            user_bytes_written: AtomicU64::new(0),
+            user_bytes_written: StripedCounter::default(),
             options,
             durable,
         }
@@ -105,7 +106,7 @@ impl TrieEngine {
     }
 
     fn count_written(&self, bytes: usize) {
-        self.user_bytes_written.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.user_bytes_written.add(bytes as u64);
     }
 
     /// Runs a single-key write with the right commit: volatile, or logged while holding
@@ -220,7 +221,7 @@ impl OrderedIndex for TrieEngine {
         let mut stats = Stats::new("trie");
         stats.keys = Some(counters.keys);
         stats.memory_bytes = counters.memory_bytes;
-        stats.user_bytes_written = self.user_bytes_written.load(Ordering::Relaxed);
+        stats.user_bytes_written = self.user_bytes_written.get();
         stats.extra = vec![
             ("inner_nodes", counters.inner_nodes),
             ("seq_last", counters.seq_last),

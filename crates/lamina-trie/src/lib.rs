@@ -13,6 +13,7 @@
 //!   coalesced cyclic log of `lamina_storage::log` (section 3).
 
 mod any_trie;
+mod counter;
 mod engine;
 pub mod fragment;
 mod gate;

@@ -27,6 +27,7 @@
 
 use crossbeam_epoch::Guard;
 
+use crate::counter::StripedCounter;
 use crate::fragment;
 use crate::node::{Content, Inner, Node, Owned, retire_content};
 use crate::sync::{AtomicU64, Ordering};
@@ -67,9 +68,9 @@ pub(crate) struct Trie<const FANOUT: usize> {
     root: Box<Inner<FANOUT>>,
     /// Last sequence number assigned to a write.
     seq_last: AtomicU64,
-    keys: AtomicU64,
-    content_bytes: AtomicU64,
-    inner_nodes: AtomicU64,
+    keys: StripedCounter,
+    content_bytes: StripedCounter,
+    inner_nodes: StripedCounter,
 }
 
 /// Counters of a tree.
@@ -96,9 +97,13 @@ impl<const FANOUT: usize> Trie<FANOUT> {
         Trie {
             root: Inner::new(),
             seq_last: AtomicU64::new(0),
-            keys: AtomicU64::new(0),
-            content_bytes: AtomicU64::new(0),
-            inner_nodes: AtomicU64::new(1),
+            keys: StripedCounter::default(),
+            content_bytes: StripedCounter::default(),
+            inner_nodes: {
+                let root = StripedCounter::default();
+                root.add(1);
+                root
+            },
         }
     }
 
@@ -125,12 +130,6 @@ impl<const FANOUT: usize> Trie<FANOUT> {
     /// Makes sure later writes get sequence numbers above `seq` (after recovery).
     pub(crate) fn advance_seq(&self, seq: u64) {
         self.seq_last.fetch_max(seq, Ordering::Relaxed);
-    }
-
-    /// The next sequence number of a volatile write (a durable write gets its number from
-    /// the log instead).
-    pub(crate) fn next_seq(&self) -> u64 {
-        self.seq_last.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Changes `key` atomically: walks to the key's home, locks its node, re-validates, and
@@ -199,7 +198,7 @@ impl<const FANOUT: usize> Trie<FANOUT> {
                             }
                         }
                         if !existed {
-                            self.keys.fetch_add(1, Ordering::Relaxed);
+                            self.keys.add(1);
                         }
                         published = true;
                     };
@@ -214,7 +213,7 @@ impl<const FANOUT: usize> Trie<FANOUT> {
                             let old = slot.clear().expect("the slot held the key's content");
                             // SAFETY: `old` was just swapped out under the node lock.
                             unsafe { retire_content(old, guard) };
-                            self.keys.fetch_sub(1, Ordering::Relaxed);
+                            self.keys.sub(1);
                             published = true;
                         };
                         commit(&Applied { key, deleted: true }, &mut publish)?;
@@ -260,24 +259,23 @@ impl<const FANOUT: usize> Trie<FANOUT> {
             chain = parent;
         }
         let created = (diverge - level + 1) as u64;
-        self.inner_nodes.fetch_add(created, Ordering::Relaxed);
+        self.inner_nodes.add(created);
         slot.publish_inner(chain);
     }
 
     fn add_memory(&self, added: u64, removed: u64) {
         if added > removed {
-            self.content_bytes.fetch_add(added - removed, Ordering::Relaxed);
+            self.content_bytes.add(added - removed);
         } else if removed > added {
-            self.content_bytes.fetch_sub(removed - added, Ordering::Relaxed);
+            self.content_bytes.sub(removed - added);
         }
     }
 
     pub(crate) fn counters(&self) -> TreeCounters {
-        let inner_nodes = self.inner_nodes.load(Ordering::Relaxed);
+        let inner_nodes = self.inner_nodes.get();
         TreeCounters {
-            keys: self.keys.load(Ordering::Relaxed),
-            memory_bytes: self.content_bytes.load(Ordering::Relaxed)
-                + inner_nodes * Inner::<FANOUT>::memory_bytes(),
+            keys: self.keys.get(),
+            memory_bytes: self.content_bytes.get() + inner_nodes * Inner::<FANOUT>::memory_bytes(),
             inner_nodes,
             seq_last: self.seq_last.load(Ordering::Relaxed),
         }
