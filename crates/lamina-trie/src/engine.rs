@@ -13,7 +13,8 @@
 //!   application.
 //!
 //! `close` marks the handle closed (calls that start afterwards return `Closed`) and closes
-//! the log, which flushes and syncs it. Memory is released when the engine is dropped.
+//! the log, which flushes and syncs it. Memory is released when the engine is dropped;
+//! dropping an unclosed engine closes it first.
 
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -118,6 +119,16 @@ impl TrieEngine {
                 let _shared = durable.writers.read().unwrap_or_else(PoisonError::into_inner);
                 write(Commit::Logged(&durable.log))
             }
+        }
+    }
+}
+
+impl Drop for TrieEngine {
+    /// A handle dropped without `close` is closed cleanly (its log flushed), unless it was
+    /// abandoned to simulate a crash.
+    fn drop(&mut self) {
+        if !self.closed.load(Ordering::Acquire) {
+            let _ = self.close();
         }
     }
 }
