@@ -307,3 +307,26 @@ fn group_commit_coalesces_concurrent_sync_writers() {
     // Appends that arrive during a flush share the next chunk: fewer syncs than records.
     assert!(stats.syncs < stats.records_written, "{stats:?}");
 }
+
+#[test]
+fn buffered_appends_become_durable_without_a_sync_call() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let durability = Durability::Buffered { max_delay: Duration::from_millis(20) };
+    let options = small_options(Retention::Truncate { segment_bytes: 1 << 20 }, durability);
+    let log = Log::open(storage, options, |_| {}).unwrap();
+    let seq = log.append(LogOp::Put { key: b"k", value: b"v" }).unwrap();
+    // Returned at once; the background flusher syncs it on its own (no timing asserted).
+    let mut polls = 0;
+    while log.stats().durable_seq < seq {
+        polls += 1;
+        assert!(polls < 10_000, "the flusher never synced a buffered append");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(log.stats().syncs, 1);
+}
+
+#[test]
+fn log_is_shareable_between_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Log>();
+}

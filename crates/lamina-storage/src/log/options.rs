@@ -19,8 +19,9 @@ pub const BUFFER_BYTES_MAX: usize = BATCH_BYTES_MAX + BATCH_OPS_MAX * 8 + BLOCK_
 const _: () = assert!(PUT_RECORD_BYTES_MAX + CHUNK_HEADER_BYTES <= BUFFER_BYTES_MIN);
 /// Default write buffer (1 MiB).
 pub const BUFFER_BYTES_DEFAULT: usize = 1 << 20;
-/// Default group-commit timeout.
-pub const LINGER_DEFAULT: Duration = Duration::from_micros(500);
+/// Default longest group-commit timeout (the timeout adapts to half the last flush's time,
+/// within [50 us, `linger_max`]).
+pub const LINGER_DEFAULT: Duration = Duration::from_millis(5);
 /// Longest group-commit timeout accepted.
 pub const LINGER_MAX: Duration = Duration::from_millis(100);
 /// Default segment size of a truncate-mode log (64 MiB).
@@ -53,8 +54,9 @@ pub struct LogOptions {
     /// Bytes of records one write buffer holds (a chunk holds at most two buffers' worth:
     /// garbage-collected records plus new ones). Also the largest record accepted.
     pub buffer_bytes: usize,
-    /// Group-commit timeout: the longest a `Sync` append waits for other writers to join
-    /// its chunk before the flush starts.
+    /// Longest group-commit timeout: how long a flush may wait for the writers of the last
+    /// group to join the next chunk (it waits half the last flush's time, at most this, and
+    /// not at all once every writer of the last group is in).
     pub linger_max: Duration,
     /// File name prefix: files are `{prefix}.ring` or `{prefix}-{index:016x}.seg`.
     pub file_prefix: String,

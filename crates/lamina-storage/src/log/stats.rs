@@ -19,6 +19,10 @@ pub struct LogStats {
     pub syncs: u64,
     /// Bytes written in chunks (headers and padding included).
     pub bytes_written: u64,
+    /// Nanoseconds the flusher spent writing and syncing chunks (the device's busy time on
+    /// behalf of the log): `flush_ns / wall time` is the fraction of the raw write+sync rate
+    /// the log reaches, measured at the same device speed.
+    pub flush_ns: u64,
     /// Most new records in one flush.
     pub sync_records_max: u64,
     /// Cyclic: chunks read back and collected.

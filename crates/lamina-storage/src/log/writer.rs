@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -24,6 +24,9 @@ use super::record::{LogOp, Record, SeqNo};
 use super::recovery::{Sink, open_sink};
 use super::stats::LogStats;
 use crate::backend::Storage;
+
+/// Shortest group-commit timeout (see `LogOptions::linger_max` for the longest).
+const LINGER_MIN: Duration = Duration::from_micros(50);
 
 /// How long garbage collection waits for engines to apply flushed operations before it
 /// postpones (it never collects on a stale view of the engine).
@@ -69,6 +72,8 @@ struct State {
     fill: Vec<u8>,
     fill_records: u32,
     fill_waiters: u32,
+    /// The `Sync` appenders of the fill buffer, woken one by one after its sync.
+    fill_threads: Vec<std::thread::Thread>,
     fill_first_at: Option<Instant>,
     fill_seq_hi: SeqNo,
     spare: Vec<u8>,
@@ -76,10 +81,10 @@ struct State {
     gen_fill: u64,
     next_seq: SeqNo,
     durable_seq: SeqNo,
-    /// Appends placed but not finished (applied), per generation.
-    unapplied: BTreeMap<u64, u32>,
     /// `Sync` writers in the last flushed chunk: the group the next flush waits for.
     expected_writers: u32,
+    /// How long the last write+sync took: the group-commit timeout adapts to it.
+    last_flush: Duration,
     space_waiters: u32,
     sync_waiters: u32,
     failure: Option<Failure>,
@@ -94,11 +99,15 @@ struct Inner {
     state: Mutex<State>,
     /// The flusher waits here for work.
     work_cv: Condvar,
-    /// `Sync` appenders wait here, by generation parity.
-    durable_cvs: [Condvar; 2],
+    /// Mirror of `State::durable_seq`, read without the state lock.
+    durable: AtomicU64,
+    /// Whether `State::failure` is set.
+    failed: AtomicBool,
+    /// Appends placed but not finished (applied), per generation.
+    unapplied: Mutex<BTreeMap<u64, u32>>,
     /// Appenders waiting for buffer space, `sync` callers, `close`.
     progress_cv: Condvar,
-    /// The flusher waits here for engines to apply flushed operations.
+    /// The flusher waits here (with `unapplied`) for engines to apply flushed operations.
     applied_cv: Condvar,
     /// Appenders between entering `append` and placing their record.
     arriving: AtomicUsize,
@@ -159,14 +168,15 @@ impl Log {
                 fill: Vec::with_capacity(options.buffer_bytes),
                 fill_records: 0,
                 fill_waiters: 0,
+                fill_threads: Vec::new(),
                 fill_first_at: None,
                 fill_seq_hi: seq_hi,
                 spare: Vec::with_capacity(options.buffer_bytes),
                 gen_fill: 1,
                 next_seq: seq_hi + 1,
                 durable_seq: seq_hi,
-                unapplied: BTreeMap::new(),
                 expected_writers: 1,
+                last_flush: Duration::ZERO,
                 space_waiters: 0,
                 sync_waiters: 0,
                 failure: None,
@@ -176,7 +186,9 @@ impl Log {
                 stats,
             }),
             work_cv: Condvar::new(),
-            durable_cvs: [Condvar::new(), Condvar::new()],
+            durable: AtomicU64::new(seq_hi),
+            failed: AtomicBool::new(false),
+            unapplied: Mutex::new(BTreeMap::new()),
             progress_cv: Condvar::new(),
             applied_cv: Condvar::new(),
             arriving: AtomicUsize::new(0),
@@ -262,35 +274,39 @@ impl Log {
             st.fill_first_at = Some(Instant::now());
         }
         let generation = st.gen_fill;
-        *st.unapplied.entry(generation).or_insert(0) += 1;
+        *inner.unapplied.lock().entry(generation).or_insert(0) += 1;
         st.stats.appends += 1;
         if sync {
             st.fill_waiters += 1;
+            st.fill_threads.push(std::thread::current());
         }
         inner.arriving.fetch_sub(1, Ordering::SeqCst);
         if st.flusher_idle {
             inner.work_cv.notify_one();
         }
+        drop(st);
         let mut outcome = Ok(());
         if sync {
-            while st.durable_seq < seq {
-                if let Some(failure) = &st.failure {
-                    outcome = Err(failure.to_error());
+            // Parked, not on a condition variable: the flusher unparks each waiter directly,
+            // so a woken group does not file through one mutex (group-commit turnaround).
+            while inner.durable.load(Ordering::Acquire) < seq {
+                if inner.failed.load(Ordering::Acquire) {
+                    let st = inner.state.lock();
+                    outcome = Err(st.failure.as_ref().expect("failed is set").to_error());
                     break;
                 }
-                inner.durable_cvs[(generation % 2) as usize].wait(&mut st);
+                std::thread::park();
             }
         }
-        drop(st);
         let applied = outcome.map(|()| apply(seq));
-        let mut st = inner.state.lock();
-        let left = st.unapplied.get_mut(&generation).expect("placed appends are counted");
+        let mut unapplied = inner.unapplied.lock();
+        let left = unapplied.get_mut(&generation).expect("placed appends are counted");
         *left -= 1;
         if *left == 0 {
-            st.unapplied.remove(&generation);
+            unapplied.remove(&generation);
             inner.applied_cv.notify_all();
         }
-        drop(st);
+        drop(unapplied);
         applied.map(|r| (seq, r))
     }
 
@@ -346,14 +362,11 @@ impl Log {
         {
             let mut st = self.inner.state.lock();
             if abandon && st.failure.is_none() {
-                st.failure = Some(Failure::Abandoned);
+                set_failure(&self.inner, &mut st, Failure::Abandoned);
             }
             st.closing = true;
             self.inner.work_cv.notify_all();
             self.inner.progress_cv.notify_all();
-            self.inner.durable_cvs.iter().for_each(|cv| {
-                cv.notify_all();
-            });
         }
         if let Some(handle) = self.flusher.lock().take() {
             let _ = handle.join();
@@ -413,7 +426,10 @@ fn flush_decision(inner: &Inner, st: &State, now: Instant) -> Result<(), Option<
     match options.durability {
         Durability::Sync => {
             let no_one_pending = inner.arriving.load(Ordering::SeqCst) == 0;
-            let deadline = first + options.linger_max;
+            // Waiting for stragglers costs at most half a flush: worth it on a slow device,
+            // skipped on a fast one.
+            let linger = (st.last_flush / 2).max(LINGER_MIN).min(options.linger_max);
+            let deadline = first + linger;
             if (no_one_pending && st.fill_waiters >= st.expected_writers) || now >= deadline {
                 Ok(())
             } else {
@@ -459,6 +475,7 @@ fn flusher_loop(inner: &Inner, mut sink: Sink) {
         st.gen_fill += 1;
         st.fill_records = 0;
         st.fill_waiters = 0;
+        let threads = std::mem::take(&mut st.fill_threads);
         st.fill_first_at = None;
         if st.space_waiters > 0 {
             inner.progress_cv.notify_all();
@@ -466,6 +483,7 @@ fn flusher_loop(inner: &Inner, mut sink: Sink) {
         drop(st);
 
         let oracle = inner.oracle.read().clone();
+        let flush_started = Instant::now();
         let result = match &mut sink {
             Sink::Ring(ring) => ring.flush(&buffer, records, seq_hi, &oracle, &mut || {
                 wait_applied(inner, generation - 1, APPLY_WAIT * 10)
@@ -478,23 +496,22 @@ fn flusher_loop(inner: &Inner, mut sink: Sink) {
             Ok(bytes) => {
                 assert!(seq_hi >= st.durable_seq, "durable sequence must not go back");
                 st.durable_seq = seq_hi;
+                inner.durable.store(seq_hi, Ordering::Release);
                 st.expected_writers = waiters.max(1);
                 st.stats.chunks_written += 1;
                 st.stats.syncs += 1;
                 st.stats.bytes_written += bytes;
+                st.last_flush = flush_started.elapsed();
+                st.stats.flush_ns += st.last_flush.as_nanos() as u64;
                 st.stats.records_written += u64::from(records);
                 st.stats.sync_records_max = st.stats.sync_records_max.max(u64::from(records));
             }
-            Err(err) => {
-                st.failure = Some(Failure::from_error(err));
-                // Every waiter, of any generation, must see the failure: nobody flushes now.
-                wake_everyone(inner);
-            }
+            // Every waiter, of any generation, must see the failure: nobody flushes now.
+            Err(err) => set_failure(inner, &mut st, Failure::from_error(err)),
         }
         let mut buffer = buffer;
         buffer.clear();
         st.spare = buffer;
-        inner.durable_cvs[(generation % 2) as usize].notify_all();
         inner.progress_cv.notify_all();
         if let Sink::Ring(ring) = &sink {
             st.stats.gc_chunks_collected = ring.gc.chunks_collected;
@@ -504,6 +521,11 @@ fn flusher_loop(inner: &Inner, mut sink: Sink) {
             st.stats.disk_bytes = ring.window_bytes();
         }
         drop(st);
+        // `durable` (or `failed`) is published before the unpark; a waiter that has not yet
+        // parked keeps the unpark token and sees it.
+        for thread in &threads {
+            thread.unpark();
+        }
         if result.is_err() {
             return;
         }
@@ -514,28 +536,37 @@ fn flusher_loop(inner: &Inner, mut sink: Sink) {
             && let Err(err) = ring.collect_ahead(&oracle)
         {
             let mut st = inner.state.lock();
-            st.failure = Some(Failure::from_error(&err));
-            wake_everyone(inner);
+            set_failure(inner, &mut st, Failure::from_error(&err));
             return;
         }
     }
 }
 
-fn wake_everyone(inner: &Inner) {
+/// Records a sticky failure and wakes every waiter of every kind: nobody flushes now.
+fn set_failure(inner: &Inner, st: &mut State, failure: Failure) {
+    st.failure = Some(failure);
+    inner.failed.store(true, Ordering::Release);
     inner.progress_cv.notify_all();
-    inner.applied_cv.notify_all();
-    for cv in &inner.durable_cvs {
-        cv.notify_all();
+    inner.work_cv.notify_all();
+    {
+        let _guard = inner.unapplied.lock();
+        inner.applied_cv.notify_all();
+    }
+    // Waiters of the fill buffer; those of a buffer being flushed are unparked by the flusher.
+    for thread in &st.fill_threads {
+        thread.unpark();
     }
 }
 
 /// Waits until every append of generations up to `generation` has finished (applied).
 fn wait_applied(inner: &Inner, generation: u64, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
-    let mut st = inner.state.lock();
-    while st.unapplied.first_key_value().is_some_and(|(g, _)| *g <= generation) {
-        if st.failure.is_some() || inner.applied_cv.wait_until(&mut st, deadline).timed_out() {
-            return st.unapplied.first_key_value().is_none_or(|(g, _)| *g > generation);
+    let mut unapplied = inner.unapplied.lock();
+    while unapplied.first_key_value().is_some_and(|(g, _)| *g <= generation) {
+        if inner.failed.load(Ordering::Acquire)
+            || inner.applied_cv.wait_until(&mut unapplied, deadline).timed_out()
+        {
+            return unapplied.first_key_value().is_none_or(|(g, _)| *g > generation);
         }
     }
     true
