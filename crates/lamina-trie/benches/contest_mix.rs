@@ -2,7 +2,8 @@
 //! `mem` at 1 and 2 threads with 8, 1024 and 4096-byte values.
 //!
 //! `cargo bench -p lamina-trie --bench contest_mix` (optional env: `CONTEST_SECONDS`, per
-//! run, default 2; `CONTEST_THREADS`, default "1,2"). Mix per operation: 45% get, 40% put,
+//! run, default 2; `CONTEST_THREADS`, default "1,2"; `CONTEST_VALUES`, default
+//! "8,1024,4096"). Mix per operation: 45% get, 40% put,
 //! 5% delete, 5% compare-and-swap (a get then a CAS from the value read), 5% scan of 1 to
 //! 10 pairs from a random key. Keys: 8-byte big-endian integers drawn uniformly from a
 //! range populated beforehand (1M keys for 8-byte values; fewer for larger values so the
@@ -119,7 +120,12 @@ fn main() {
          | mem Mops/CPU-s | trie Mops/CPU-s | trie / mem per CPU-s |"
     );
     println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    for value_bytes in [8usize, 1024, 4096] {
+    let value_sizes: Vec<usize> = std::env::var("CONTEST_VALUES")
+        .unwrap_or_else(|_| "8,1024,4096".into())
+        .split(',')
+        .map(|v| v.trim().parse().expect("value sizes"))
+        .collect();
+    for value_bytes in value_sizes {
         let keys = (DATA_BYTES_TARGET / (value_bytes as u64 + 8)).min(KEYS_MAX);
         let value = vec![0x5au8; value_bytes];
         for &t in &threads {
