@@ -5,7 +5,7 @@ use crossbeam_epoch as epoch;
 use lamina_core::{BatchOp, CasOutcome, Result};
 use lamina_storage::log::{LiveRecords, Log, LogOp, Record, RecordOp, SeqNo};
 
-use crate::node::Content;
+use crate::content::{Content, ContentBox};
 use crate::tree::{Applied, Change, TreeCounters, Trie};
 
 /// The tree, monomorphized for each allowed k' (fanout = 2^k').
@@ -142,7 +142,7 @@ fn put<const FANOUT: usize>(
     value: &[u8],
     commit: Commit<'_>,
 ) -> Result<()> {
-    let content = Content::new(key, value, 0);
+    let content = ContentBox::new(key, value, 0);
     let guard = epoch::pin();
     tree.modify(
         key,
@@ -176,13 +176,13 @@ fn compare_and_swap<const FANOUT: usize>(
     commit: Commit<'_>,
 ) -> Result<CasOutcome> {
     let guard = epoch::pin();
-    let decide = |current: Option<&Content>| {
+    let decide = |current: Option<Content<'_>>| {
         if current.map(Content::value) != expected {
             let current = current.map(|c| c.value().to_vec());
             return (Change::Keep, CasOutcome::Mismatch { current });
         }
         let change = match new {
-            Some(value) => Change::Put(Content::new(key, value, 0)),
+            Some(value) => Change::Put(ContentBox::new(key, value, 0)),
             None => Change::Delete,
         };
         (change, CasOutcome::Swapped)

@@ -3,7 +3,8 @@
 //! SSD"), as a lamina engine. See `README.md` for the map from the paper to the modules.
 //!
 //! - [`fragment`]: keys split into k'-bit fragments (section 2).
-//! - `node`: inner and content nodes, tagged slot pointers, epoch reclamation (section 2).
+//! - `content`: content nodes, one allocation each (section 2).
+//! - `node`: inner nodes, tagged slot pointers, epoch reclamation (section 2).
 //! - `lock`: the 4-byte per-node spinlock (section 2).
 //! - `tree`: lookups, single-lock writes with re-validation, dynamic expansion (section 2).
 //! - `scan`: ordered iteration (the contest API's iterate).
@@ -13,6 +14,7 @@
 //!   coalesced cyclic log of `lamina_storage::log` (section 3).
 
 mod any_trie;
+mod content;
 mod counter;
 mod engine;
 pub mod fragment;

@@ -4,9 +4,9 @@
 //! - An [`Inner`] node has `FANOUT = 2^k'` buckets, one per value of the fragment at its
 //!   level, plus an `end` slot for the one key that ends exactly at this level (a key that
 //!   is a prefix of the keys below it), and the node's write lock.
-//! - A [`Content`] node holds one key, its value and the sequence number of the write that
-//!   produced it. It is immutable once published (read-copy-update): a write builds a new
-//!   content node and swaps the slot word.
+//! - A content node ([`crate::content`]) holds one key, its value and the sequence number of
+//!   the write that produced it. It is immutable once published (read-copy-update): a write
+//!   builds a new content node and swaps the slot word.
 //!
 //! # Tagged pointers
 //!
@@ -34,59 +34,12 @@
 
 use crossbeam_epoch::Guard;
 
+use crate::content::{ALLOCATOR_OVERHEAD_BYTES, Content, ContentBox, Header};
 use crate::lock::NodeLock;
 use crate::sync::{AtomicUsize, Ordering};
 
 const CONTENT_TAG: usize = 1;
 const EMPTY: usize = 0;
-
-/// A key, its value and the sequence number of the write that stored them. Immutable.
-#[derive(Debug)]
-pub(crate) struct Content {
-    seq: u64,
-    key_len: u32,
-    /// The key followed by the value, in one allocation.
-    data: Box<[u8]>,
-}
-
-impl Content {
-    /// A new unpublished content node. Boxed: it is published by moving the box's
-    /// address into a slot.
-    #[allow(clippy::unnecessary_box_returns)] // the address is what gets published
-    pub(crate) fn new(key: &[u8], value: &[u8], seq: u64) -> Box<Content> {
-        let mut data = Vec::with_capacity(key.len() + value.len());
-        data.extend_from_slice(key);
-        data.extend_from_slice(value);
-        let key_len = u32::try_from(key.len()).expect("keys are at most 1024 bytes");
-        Box::new(Content { seq, key_len, data: data.into_boxed_slice() })
-    }
-
-    pub(crate) fn key(&self) -> &[u8] {
-        &self.data[..self.key_len as usize]
-    }
-
-    pub(crate) fn value(&self) -> &[u8] {
-        &self.data[self.key_len as usize..]
-    }
-
-    /// Sequence number of the write that produced this version of the key.
-    pub(crate) fn seq(&self) -> u64 {
-        self.seq
-    }
-
-    /// Sets the sequence number; only before publication (the node is still owned).
-    pub(crate) fn set_seq(&mut self, seq: u64) {
-        self.seq = seq;
-    }
-
-    /// Bytes of memory this node holds (node, payload and an allocator overhead estimate).
-    pub(crate) fn memory_bytes(&self) -> u64 {
-        (std::mem::size_of::<Content>() + self.data.len() + 2 * ALLOCATOR_OVERHEAD_BYTES) as u64
-    }
-}
-
-/// Per-allocation bookkeeping of a typical malloc, for memory estimates.
-const ALLOCATOR_OVERHEAD_BYTES: usize = 16;
 
 /// An internal node: `FANOUT` buckets, the "key ends here" slot, and the write lock.
 #[derive(Debug)]
@@ -125,7 +78,7 @@ impl<const FANOUT: usize> Inner<FANOUT> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Node<'a, const FANOUT: usize> {
     Empty,
-    Content(&'a Content),
+    Content(Content<'a>),
     Inner(&'a Inner<FANOUT>),
 }
 
@@ -149,8 +102,8 @@ impl Slot {
 
     /// Publishes `content`, returning the content node it replaced, which the caller must
     /// retire. The caller holds the lock of the node owning this slot.
-    pub(crate) fn publish_content(&self, content: Box<Content>) -> Option<*mut Content> {
-        let word = Box::into_raw(content) as usize;
+    pub(crate) fn publish_content(&self, content: ContentBox) -> Option<*mut Header> {
+        let word = content.into_raw() as usize;
         assert_eq!(word & CONTENT_TAG, 0, "content nodes are at least 2-byte aligned");
         self.swap(word | CONTENT_TAG)
     }
@@ -168,13 +121,13 @@ impl Slot {
 
     /// Empties the slot, returning the content node it held, which the caller must retire.
     /// The caller holds the lock of the node owning this slot.
-    pub(crate) fn clear(&self) -> Option<*mut Content> {
+    pub(crate) fn clear(&self) -> Option<*mut Header> {
         self.swap(EMPTY)
     }
 
     /// Links a node into a slot of an inner node that is not yet published (no reader
     /// can see it, so no ordering is needed beyond the later publication).
-    pub(crate) fn init_content(&self, content: *const Content) {
+    pub(crate) fn init_content(&self, content: *const Header) {
         debug_assert_eq!(self.word.load(Ordering::Relaxed), EMPTY);
         self.word.store(content as usize | CONTENT_TAG, Ordering::Relaxed);
     }
@@ -185,11 +138,11 @@ impl Slot {
         self.word.store(Box::into_raw(inner) as usize, Ordering::Relaxed);
     }
 
-    fn swap(&self, new: usize) -> Option<*mut Content> {
+    fn swap(&self, new: usize) -> Option<*mut Header> {
         let old = self.word.swap(new, Ordering::AcqRel);
         match old {
             EMPTY => None,
-            w if w & CONTENT_TAG != 0 => Some((w & !CONTENT_TAG) as *mut Content),
+            w if w & CONTENT_TAG != 0 => Some((w & !CONTENT_TAG) as *mut Header),
             _ => panic!("a slot holding an inner node is never overwritten"),
         }
     }
@@ -202,7 +155,7 @@ impl Slot {
             w if w & CONTENT_TAG != 0 => {
                 // SAFETY: with `&mut` access to the tree no reader exists, and every pointer
                 // linked in the tree came from `Box::into_raw` and is linked exactly once.
-                Owned::Content(unsafe { Box::from_raw((w & !CONTENT_TAG) as *mut Content) })
+                Owned::Content(unsafe { ContentBox::from_raw((w & !CONTENT_TAG) as *mut Header) })
             }
             // SAFETY: as above.
             w => Owned::Inner(unsafe { Box::from_raw(w as *mut Inner<FANOUT>) }),
@@ -214,7 +167,7 @@ impl Slot {
 #[derive(Debug)]
 pub(crate) enum Owned<const FANOUT: usize> {
     Empty,
-    Content(Box<Content>),
+    Content(ContentBox),
     Inner(Box<Inner<FANOUT>>),
 }
 
@@ -226,7 +179,7 @@ fn decode<'a, const FANOUT: usize>(word: usize) -> Node<'a, FANOUT> {
             // SAFETY: a non-empty tagged word points to a content node published with
             // Release (visible through our Acquire load). It is freed only after every guard
             // pinned before its retirement is dropped; the caller's guard outlives 'a.
-            Node::Content(unsafe { &*((w & !CONTENT_TAG) as *const Content) })
+            Node::Content(unsafe { Content::from_ptr((w & !CONTENT_TAG) as *const Header) })
         }
         // SAFETY: inner nodes are freed only when the tree is dropped, which needs `&mut`
         // access; 'a is bounded by a shared borrow of the tree.
@@ -240,20 +193,20 @@ fn decode<'a, const FANOUT: usize>(word: usize) -> Node<'a, FANOUT> {
 ///
 /// `content` came from [`Slot::publish_content`] or [`Slot::clear`] (so it was swapped out
 /// of the tree by the caller, under the slot's node lock), and is retired only once.
-pub(crate) unsafe fn retire_content(content: *mut Content, guard: &Guard) {
+pub(crate) unsafe fn retire_content(content: *mut Header, guard: &Guard) {
     let content = SendPtr(content);
     // SAFETY: the node is unreachable for threads pinned from now on, and the epoch scheme
     // runs the closure only after every thread pinned before this call has unpinned. The
-    // caller guarantees single retirement, so the Box is freed exactly once.
+    // caller guarantees single retirement, so the block is freed exactly once.
     unsafe {
         guard.defer_unchecked(move || {
             let content = content;
-            drop(Box::from_raw(content.0));
+            drop(ContentBox::from_raw(content.0));
         });
     }
 }
 
 /// A raw pointer that may be moved to the thread that runs the deferred free.
-struct SendPtr(*mut Content);
-// SAFETY: `Content` is plain owned data (Send); the pointer is the unique owner once retired.
+struct SendPtr(*mut Header);
+// SAFETY: a content node is plain bytes (Send); the pointer is its unique owner once retired.
 unsafe impl Send for SendPtr {}

@@ -27,9 +27,10 @@
 
 use crossbeam_epoch::Guard;
 
+use crate::content::{Content, ContentBox};
 use crate::counter::StripedCounter;
 use crate::fragment;
-use crate::node::{Content, Inner, Node, Owned, retire_content};
+use crate::node::{Inner, Node, Owned, retire_content};
 use crate::sync::{AtomicU64, Ordering};
 
 /// What a writer decided to do with a key, given its current content.
@@ -38,7 +39,7 @@ pub(crate) enum Change {
     /// Leave the key as it is.
     Keep,
     /// Store this content node (its key must be the key written).
-    Put(Box<Content>),
+    Put(ContentBox),
     /// Remove the key if present.
     Delete,
 }
@@ -112,7 +113,7 @@ impl<const FANOUT: usize> Trie<FANOUT> {
     }
 
     /// The content node of `key`, if present. Lock-free: one Acquire load per level.
-    pub(crate) fn get<'a>(&'a self, key: &[u8], guard: &'a Guard) -> Option<&'a Content> {
+    pub(crate) fn get<'a>(&'a self, key: &[u8], guard: &'a Guard) -> Option<Content<'a>> {
         let mut node: &Inner<FANOUT> = &self.root;
         let mut level = 0;
         loop {
@@ -142,7 +143,7 @@ impl<const FANOUT: usize> Trie<FANOUT> {
         &self,
         key: &[u8],
         guard: &Guard,
-        decide: impl FnOnce(Option<&Content>) -> (Change, R),
+        decide: impl FnOnce(Option<Content<'_>>) -> (Change, R),
         commit: impl FnOnce(&Applied<'_>, &mut dyn FnMut(u64)) -> Result<(), E>,
     ) -> Result<Modified<R>, E> {
         let mut node: &Inner<FANOUT> = &self.root;
@@ -179,13 +180,17 @@ impl<const FANOUT: usize> Trie<FANOUT> {
             match change {
                 Change::Keep => published = true,
                 Change::Put(content) => {
-                    assert_eq!(content.key(), key, "a write stores the key it was given");
+                    assert_eq!(
+                        content.as_content().key(),
+                        key,
+                        "a write stores the key it was given"
+                    );
                     let mut pending = Some(content);
                     let mut publish = |seq: u64| {
                         let mut content = pending.take().expect("a write is published once");
                         content.set_seq(seq);
                         let removed = mine.map_or(0, Content::memory_bytes);
-                        self.add_memory(content.memory_bytes(), removed);
+                        self.add_memory(content.as_content().memory_bytes(), removed);
                         match current {
                             Some(other) if mine.is_none() => {
                                 self.expand(slot, level + 1, other, content);
@@ -235,10 +240,10 @@ impl<const FANOUT: usize> Trie<FANOUT> {
         &self,
         slot: &crate::node::Slot,
         level: usize,
-        other: &Content,
-        content: Box<Content>,
+        other: Content<'_>,
+        content: ContentBox,
     ) {
-        let (key, other_key) = (content.key(), other.key());
+        let (key, other_key) = (content.as_content().key(), other.key());
         let mut diverge = level;
         while selector::<FANOUT>(key, diverge) == selector::<FANOUT>(other_key, diverge) {
             assert!(
@@ -250,8 +255,8 @@ impl<const FANOUT: usize> Trie<FANOUT> {
         let bottom = Inner::<FANOUT>::new();
         let (select, other_select) =
             (selector::<FANOUT>(key, diverge), selector::<FANOUT>(other_key, diverge));
-        bottom.slot(other_select).init_content(other);
-        bottom.slot(select).init_content(Box::into_raw(content));
+        bottom.slot(other_select).init_content(other.as_ptr());
+        bottom.slot(select).init_content(content.into_raw());
         let mut chain = bottom;
         for up in (level..diverge).rev() {
             let parent = Inner::<FANOUT>::new();

@@ -15,9 +15,27 @@ use std::sync::Arc;
 
 use lamina_core::{CasOutcome, KeyRange, OrderedIndex, WriteBatch};
 use lamina_trie::{TrieEngine, TrieOptions};
-use shuttle::thread;
+use shuttle::scheduler::{PctScheduler, RandomScheduler};
+use shuttle::{Config, Runner, thread};
 
 const ITERATIONS: usize = 2000;
+/// Shuttle's default 60 KiB thread stacks are too small for a debug build of the engine
+/// (its statistics counters alone are a few KiB of cache-padded cells).
+const STACK_BYTES: usize = 1 << 20;
+
+fn config() -> Config {
+    let mut config = Config::new();
+    config.stack_size = STACK_BYTES;
+    config
+}
+
+fn check_random(test: fn()) {
+    Runner::new(RandomScheduler::new(ITERATIONS), config()).run(test);
+}
+
+fn check_pct(test: fn()) {
+    Runner::new(PctScheduler::new(3, ITERATIONS), config()).run(test);
+}
 
 fn binary_tree() -> Arc<TrieEngine> {
     // k' = 1: the deepest trees, so the keys below diverge many levels down and every
@@ -167,23 +185,23 @@ fn batch_atomic_to_readers() {
 
 #[test]
 fn shuttle_racing_expansions() {
-    shuttle::check_random(racing_expansions, ITERATIONS);
-    shuttle::check_pct(racing_expansions, ITERATIONS, 3);
+    check_random(racing_expansions);
+    check_pct(racing_expansions);
 }
 
 #[test]
 fn shuttle_cas_across_expansion() {
-    shuttle::check_random(cas_across_expansion, ITERATIONS);
-    shuttle::check_pct(cas_across_expansion, ITERATIONS, 3);
+    check_random(cas_across_expansion);
+    check_pct(cas_across_expansion);
 }
 
 #[test]
 fn shuttle_overwrite_delete_get() {
-    shuttle::check_random(overwrite_delete_get, ITERATIONS);
+    check_random(overwrite_delete_get);
 }
 
 #[test]
 fn shuttle_batch_atomic_to_readers() {
-    shuttle::check_random(batch_atomic_to_readers, ITERATIONS);
-    shuttle::check_pct(batch_atomic_to_readers, ITERATIONS, 3);
+    check_random(batch_atomic_to_readers);
+    check_pct(batch_atomic_to_readers);
 }
