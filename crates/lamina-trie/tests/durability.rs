@@ -163,3 +163,23 @@ fn garbage_collection_keeps_a_small_ring_going() {
     let db = TrieEngine::open(storage, options).unwrap();
     assert_eq!(dump(&db), model);
 }
+
+#[test]
+fn corrupt_log_is_reported_not_dropped() {
+    let storage = Arc::new(lamina_storage::FaultyStorage::in_memory(FaultPlan::none()));
+    let db = TrieEngine::open(Arc::clone(&storage) as Arc<dyn Storage>, tiny_ring()).unwrap();
+    for i in 0..20u64 {
+        db.put(&key(i), b"value").unwrap();
+    }
+    db.close().unwrap();
+    drop(db);
+    // A bit inside the first chunk (after the 4 KiB file header), followed by valid chunks.
+    let ring = format!("{}.ring", lamina_trie::LOG_FILE_PREFIX);
+    storage.flip_bit(&ring, (4096 + 64) * 8).unwrap();
+    match TrieEngine::open(storage as Arc<dyn Storage>, tiny_ring()) {
+        Err(Error::Corruption { file, .. }) => {
+            assert!(file.to_string_lossy().contains(&ring), "{}", file.display());
+        }
+        other => panic!("expected a corruption error, got {other:?}"),
+    }
+}
