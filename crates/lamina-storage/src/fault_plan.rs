@@ -27,6 +27,10 @@ pub struct FaultPlan {
     /// all but the last; sectors counted from the write's offset rounded down) reaches the
     /// medium and survives the crash.
     pub tear_crashing_write: bool,
+    /// Percent chance (0..=100) that each unsynced write or `set_len` nevertheless reaches the
+    /// medium before the crash, decided independently per operation (real devices persist
+    /// unsynced writes in any order). 0, the default, drops all of them.
+    pub unsynced_survival_percent: u8,
     /// This operation fails with `fail_with` and changes nothing.
     pub fail_at_op: Option<u64>,
     /// The error of an injected failure.
@@ -45,6 +49,7 @@ impl Default for FaultPlan {
             seed: 0,
             crash_at_op: None,
             tear_crashing_write: true,
+            unsynced_survival_percent: 0,
             fail_at_op: None,
             fail_with: FailKind::Eio,
             fail_sticky: false,
@@ -68,6 +73,12 @@ impl FaultPlan {
     /// This plan with `seed`.
     pub fn with_seed(mut self, seed: u64) -> Self {
         self.seed = seed;
+        self
+    }
+
+    /// This plan with each unsynced write surviving a crash with `percent` chance.
+    pub fn unsynced_survival(mut self, percent: u8) -> Self {
+        self.unsynced_survival_percent = percent.min(100);
         self
     }
 

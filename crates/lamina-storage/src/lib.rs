@@ -3,7 +3,7 @@
 //! wrapper that simulates crashes.
 //!
 //! - [`backend`]: the [`Storage`] / [`StorageFile`] traits and their shared semantics.
-//! - [`memory`], [`file`]: the `memory` and `file` backends.
+//! - [`memory`], [`file`](mod@file): the `memory` and `file` backends.
 //! - [`accounting`]: exact I/O counters ([`lamina_core::IoStats`]) kept by every backend.
 //! - [`device`]: device profiles turning accesses into modeled time (LA-tree Tables 2 and 5).
 //! - [`block`]: the checksummed block format (`docs/format/block.md`).

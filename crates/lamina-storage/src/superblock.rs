@@ -14,7 +14,7 @@
 //! depends on it, and treats `None` with a damaged slot as corruption once it knows the store
 //! existed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lamina_core::codec::Decode;
@@ -118,7 +118,7 @@ impl Superblock {
     }
 
     /// The file's path, for messages.
-    pub fn path(&self) -> &PathBuf {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 

@@ -69,23 +69,29 @@ fn merges(s: &Arc<dyn Storage>) -> Result<FreeList> {
 
 #[test]
 fn merged_space_is_reused_safely_at_every_crash_point() {
-    let runs = for_each_crash_point(
-        &FaultPlan::none().with_seed(11),
-        |_| Ok(()),
-        |s| {
-            let free = merges(s)?;
-            assert_eq!((free.end_block(), free.reused_total()), (4, 4), "blocks were reused");
-            Ok(())
-        },
-        |s, _| {
-            let sb = Superblock::open(s.clone(), "SUPER", OWNER, BLOCK_BYTES)?;
-            if let Some(committed) = sb.current() {
-                let data = s.open("data", OpenMode::Existing)?;
-                assert_eq!(check_root(s, &*data, &committed.payload)?, committed.seq);
-            }
-            Ok(())
-        },
-    )
-    .unwrap();
-    assert!(runs.crash_points > 20, "{runs:?}");
+    for seed in 0..4 {
+        let runs = for_each_crash_point(
+            &FaultPlan::none().with_seed(seed).unsynced_survival(if seed % 2 == 0 {
+                0
+            } else {
+                50
+            }),
+            |_| Ok(()),
+            |s| {
+                let free = merges(s)?;
+                assert_eq!((free.end_block(), free.reused_total()), (4, 4), "blocks were reused");
+                Ok(())
+            },
+            |s, _| {
+                let sb = Superblock::open(s.clone(), "SUPER", OWNER, BLOCK_BYTES)?;
+                if let Some(committed) = sb.current() {
+                    let data = s.open("data", OpenMode::Existing)?;
+                    assert_eq!(check_root(s, &*data, &committed.payload)?, committed.seq);
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert!(runs.crash_points > 20, "{runs:?}");
+    }
 }

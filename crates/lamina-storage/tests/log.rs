@@ -330,3 +330,36 @@ fn log_is_shareable_between_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Log>();
 }
+
+#[test]
+fn cyclic_log_with_buffered_durability_laps_and_reopens() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let retention = small_ring();
+    let Retention::Cyclic { capacity_bytes } = retention else { unreachable!() };
+    let durability = Durability::Buffered { max_delay: Duration::from_millis(2) };
+    let options = small_options(retention, durability);
+    let (log, model) = open_with_model(storage.clone(), options.clone()).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..3u64 {
+            let (log, model) = (&log, &model);
+            s.spawn(move || {
+                for i in 0..3000u64 {
+                    let k = key((t * 7 + i) % 40);
+                    let ops = if i % 9 == 0 {
+                        vec![BatchOp::Delete { key: k }]
+                    } else {
+                        vec![BatchOp::Put { key: k, value: value(t, i, 200) }]
+                    };
+                    model.write(log, &ops).unwrap();
+                }
+            });
+        }
+    });
+    log.sync().unwrap();
+    let stats = log.stats();
+    assert!(stats.bytes_written > 2 * capacity_bytes, "must wrap around: {stats:?}");
+    let expected = model.snapshot();
+    log.close().unwrap();
+    let (_log, model) = open_with_model(storage, options).unwrap();
+    assert_eq!(model.snapshot(), expected);
+}

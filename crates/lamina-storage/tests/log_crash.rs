@@ -1,6 +1,6 @@
 //! Crash tests of the group-commit log: a scripted multi-threaded workload against the
 //! `faulty` backend, crashing at every storage operation (every write, sync, rename, read)
-//! in turn, torn writes included. After recovery: every write acknowledged under `Sync` is
+//! in turn, torn writes included, with a share of unsynced writes surviving the crash. After recovery: every write acknowledged under `Sync` is
 //! present, the state is exactly the acknowledged history applied in sequence order (a
 //! prefix of it: under `Sync` nothing unacknowledged can be durable), nothing is torn, and
 //! the recovered log accepts new writes and reopens again.
@@ -92,7 +92,7 @@ fn apply_in_order(mut records: Vec<(SeqNo, Vec<BatchOp>)>) -> BTreeMap<Vec<u8>, 
             Model::apply_op(&mut map, *seq, op);
         }
     }
-    map.into_iter().map(|(k, (_, v))| (k, v)).collect()
+    map.into_iter().filter_map(|(k, (_, v))| Some((k, v?))).collect()
 }
 
 fn check(
@@ -150,14 +150,19 @@ fn check(
     log.close()
 }
 
+/// The fault plan's seed (torn-write lengths): `LAMINA_CRASH_SEED` or the test's default.
+fn seed(default: u64) -> u64 {
+    std::env::var("LAMINA_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
 fn crash_everywhere(
     options: &LogOptions,
     (threads, per_thread, keys): (u64, u64, u64),
-    seed: u64,
+    (seed, unsynced_survival_percent): (u64, u8),
     contiguous: bool,
 ) -> (u64, u64) {
     let acked: Acked = Arc::default();
-    let plan = FaultPlan::none().with_seed(seed);
+    let plan = FaultPlan::none().with_seed(seed).unsynced_survival(unsynced_survival_percent);
     let runs = for_each_crash_point(
         &plan,
         |_| Ok(()),
@@ -177,7 +182,7 @@ fn truncate_log_survives_a_crash_at_every_operation() {
     // crashes strike file creation, renames and directory syncs too.
     let mut options = small_options(Retention::Truncate { segment_bytes: 0 }, Durability::Sync);
     options.retention = Retention::Truncate { segment_bytes: options.chunk_bytes_max() };
-    crash_everywhere(&options, (4, 25, 12), 1, true);
+    crash_everywhere(&options, (4, 25, 12), (seed(1), 30), true);
 }
 
 #[test]
@@ -185,7 +190,7 @@ fn cyclic_log_survives_a_crash_at_every_operation() {
     // The smallest ring: the workload laps it several times, so crashes strike garbage
     // collection reads and overwrites of collected regions.
     let options = small_options(small_ring(), Durability::Sync);
-    let (bytes, collected) = crash_everywhere(&options, (3, 200, 16), 2, false);
+    let (bytes, collected) = crash_everywhere(&options, (3, 200, 16), (seed(2), 50), false);
     let Retention::Cyclic { capacity_bytes } = options.retention else { unreachable!() };
     assert!(bytes > capacity_bytes * 3 / 2 && collected > 100, "the workload must lap the ring");
 }
@@ -223,4 +228,67 @@ fn io_errors_fail_every_waiter_and_lose_nothing_acknowledged() {
         }
         log.close().unwrap();
     }
+}
+
+/// Under `Buffered` durability an acknowledged write may be lost in a crash, but only as part
+/// of a suffix: the recovered state is the history applied up to some sequence number.
+fn check_prefix(
+    storage: &Arc<dyn Storage>,
+    options: &LogOptions,
+    history: &Acked,
+    crash_op: u64,
+) -> Result<()> {
+    let history = history.lock();
+    let model = Arc::new(Model::default());
+    let mut max_seq = 0;
+    let log = Log::open(storage.clone(), options.clone(), |record| {
+        model.apply_record(&record);
+        max_seq = max_seq.max(record.seq);
+    })?;
+    let prefix: Vec<_> = history.acked.iter().filter(|(seq, _)| *seq <= max_seq).cloned().collect();
+    assert_eq!(
+        model.snapshot(),
+        apply_in_order(prefix),
+        "not the history up to {max_seq} after a crash at operation {crash_op}"
+    );
+    log.close()
+}
+
+#[test]
+fn buffered_cyclic_log_recovers_a_prefix_after_a_crash_at_every_operation() {
+    let durability = Durability::Buffered { max_delay: std::time::Duration::from_millis(1) };
+    let options = small_options(small_ring(), durability);
+    let acked: Acked = Arc::default();
+    let plan = FaultPlan::none().with_seed(seed(3)).unsynced_survival(50);
+    let runs = for_each_crash_point(
+        &plan,
+        |_| Ok(()),
+        |storage| workload(storage, &options, &acked, 3, 600, 16),
+        |storage, crash_op| check_prefix(storage, &options, &acked, crash_op),
+    )
+    .unwrap_or_else(|failure| panic!("{failure}"));
+    assert!(runs.crash_points > 20, "{runs:?}");
+    let (bytes, collected) = acked.lock().completed.expect("the last run completes");
+    let Retention::Cyclic { capacity_bytes } = options.retention else { unreachable!() };
+    assert!(
+        bytes > capacity_bytes * 3 / 2 && collected > 20,
+        "must lap the ring: {bytes} {collected}"
+    );
+}
+
+#[test]
+fn buffered_truncate_log_recovers_a_prefix_after_a_crash_at_every_operation() {
+    let durability = Durability::Buffered { max_delay: std::time::Duration::from_millis(1) };
+    let mut options = small_options(Retention::Truncate { segment_bytes: 0 }, durability);
+    options.retention = Retention::Truncate { segment_bytes: options.chunk_bytes_max() };
+    let acked: Acked = Arc::default();
+    let plan = FaultPlan::none().with_seed(seed(4)).unsynced_survival(50);
+    let runs = for_each_crash_point(
+        &plan,
+        |_| Ok(()),
+        |storage| workload(storage, &options, &acked, 3, 100, 16),
+        |storage, crash_op| check_prefix(storage, &options, &acked, crash_op),
+    )
+    .unwrap_or_else(|failure| panic!("{failure}"));
+    assert!(runs.crash_points > 20, "{runs:?}");
 }

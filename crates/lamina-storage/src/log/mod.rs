@@ -4,13 +4,14 @@
 //! - [`record`]: log records (sequence number, put / delete / batch).
 //! - [`chunk`]: file header and 4 KiB-aligned, CRC32C-protected chunks.
 //! - [`options`]: [`LogOptions`], [`Retention`], and the [`LiveRecords`] oracle.
-//! - `writer`: [`Log`], the group-commit writer with a background flusher.
+//! - `writer`, `flusher`: [`Log`], the group-commit writer, and its background flusher.
 //! - `ring`, `segments`: cyclic and truncate retention.
 //! - `recovery`: opening, checksum verification, torn-tail handling, replay.
 //!
 //! Byte layout: `docs/format/log.md`.
 
 pub mod chunk;
+mod flusher;
 pub mod options;
 pub mod record;
 mod recovery;

@@ -58,6 +58,14 @@ pub(crate) struct Ring {
     carry: Vec<u8>,
     carry_records: u32,
     scratch: Vec<u8>,
+    /// Whether a flush may write carried records as a chunk of their own and reuse the
+    /// space so collected at once. Only under `Sync`: there, every operation the engine has
+    /// applied is durable, so a record it reports superseded stays superseded after a
+    /// crash. Under `Buffered`/`None` the engine applies at once, and the superseding record
+    /// may be in the very buffer being flushed; the carry is then capped so carry and new
+    /// records always fit one chunk, and a flush that does not fit is `NoSpace`.
+    collect_in_flush: bool,
+    carry_max: usize,
     pub gc: GcCounters,
 }
 
@@ -93,8 +101,18 @@ impl Ring {
             carry: Vec::new(),
             carry_records: 0,
             scratch: Vec::new(),
+            collect_in_flush: true,
+            carry_max: payload_max,
             gc: GcCounters::default(),
         }
+    }
+
+    /// Configures collection for a log whose engine applies operations before they are
+    /// durable (`Buffered` and `None` durability), with write buffers of `buffer_bytes`.
+    pub(crate) fn set_apply_before_durable(&mut self, buffer_bytes: usize) {
+        assert!(buffer_bytes < self.payload_max, "a chunk holds carry and one buffer");
+        self.collect_in_flush = false;
+        self.carry_max = self.payload_max - buffer_bytes;
     }
 
     fn place(&self, len: u64) -> u64 {
@@ -163,7 +181,10 @@ impl Ring {
                 self.carry_records = 0;
                 return Ok(written + chunk_len(combined));
             }
-            if !self.carry.is_empty() && self.fits(chunk_len(self.carry.len())) {
+            if self.collect_in_flush
+                && !self.carry.is_empty()
+                && self.fits(chunk_len(self.carry.len()))
+            {
                 let carry = std::mem::take(&mut self.carry);
                 let result = self.write_chunk(&carry, self.carry_records, seq_hi);
                 self.carry = carry;
@@ -174,11 +195,12 @@ impl Ring {
                 continue;
             }
             // Not enough collected space ahead: collect more, at most one lap's worth.
-            let progress = if collected_here < self.capacity && before_collect() {
-                self.collect_one(oracle)?
-            } else {
-                None
-            };
+            let progress =
+                if self.collect_in_flush && collected_here < self.capacity && before_collect() {
+                    self.collect_one(oracle)?
+                } else {
+                    None
+                };
             match progress {
                 Some(bytes) => collected_here += bytes,
                 None => {
@@ -213,7 +235,7 @@ impl Ring {
     fn collect_one(&mut self, oracle: &Oracle) -> Result<Option<u64>> {
         let Some(&span) = self.spans.front() else { return Ok(None) };
         assert_eq!(span.pos, self.cleaned, "collection must proceed in log order");
-        if self.carry.len() + span.payload_len as usize > self.payload_max {
+        if self.carry.len() + span.payload_len as usize > self.carry_max {
             return Ok(None);
         }
         let offset = FILE_HEADER_BYTES + span.pos % self.capacity;

@@ -19,23 +19,24 @@ use lamina_core::limits::{check_key, check_value};
 use lamina_core::{Durability, Error, InvalidArgument, Result};
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use super::options::{LiveRecords, LogOptions, Retention};
+use super::flusher::{flusher_loop, set_failure};
+use super::options::{LiveRecords, LogOptions};
 use super::record::{LogOp, Record, SeqNo};
 use super::recovery::{Sink, open_sink};
 use super::stats::LogStats;
 use crate::backend::Storage;
 
 /// Shortest group-commit timeout (see `LogOptions::linger_max` for the longest).
-const LINGER_MIN: Duration = Duration::from_micros(50);
+pub(super) const LINGER_MIN: Duration = Duration::from_micros(50);
 
 /// How long garbage collection waits for engines to apply flushed operations before it
 /// postpones (it never collects on a stale view of the engine).
-const APPLY_WAIT: Duration = Duration::from_millis(200);
+pub(super) const APPLY_WAIT: Duration = Duration::from_millis(200);
 
 /// A sticky failure: once a flush fails, the log refuses everything (after a failed
 /// `fdatasync` the state of the device is unknown).
 #[derive(Debug, Clone)]
-enum Failure {
+pub(super) enum Failure {
     NoSpace(String),
     Io(String),
     Corruption(String),
@@ -43,7 +44,7 @@ enum Failure {
 }
 
 impl Failure {
-    fn from_error(err: &Error) -> Failure {
+    pub(super) fn from_error(err: &Error) -> Failure {
         match err {
             Error::NoSpace { context } => Failure::NoSpace(context.clone()),
             Error::Corruption { .. } => Failure::Corruption(err.to_string()),
@@ -51,7 +52,7 @@ impl Failure {
         }
     }
 
-    fn to_error(&self) -> Error {
+    pub(super) fn to_error(&self) -> Error {
         match self {
             Failure::NoSpace(context) => Error::NoSpace { context: context.clone() },
             Failure::Io(what) => Error::io(
@@ -68,53 +69,53 @@ impl Failure {
 }
 
 #[derive(Debug)]
-struct State {
-    fill: Vec<u8>,
-    fill_records: u32,
-    fill_waiters: u32,
+pub(super) struct State {
+    pub(super) fill: Vec<u8>,
+    pub(super) fill_records: u32,
+    pub(super) fill_waiters: u32,
     /// The `Sync` appenders of the fill buffer, woken one by one after its sync.
-    fill_threads: Vec<std::thread::Thread>,
-    fill_first_at: Option<Instant>,
-    fill_seq_hi: SeqNo,
-    spare: Vec<u8>,
+    pub(super) fill_threads: Vec<std::thread::Thread>,
+    pub(super) fill_first_at: Option<Instant>,
+    pub(super) fill_seq_hi: SeqNo,
+    pub(super) spare: Vec<u8>,
     /// Generation of the fill buffer; buffer `g` is chunk `g` (plus carried records).
-    gen_fill: u64,
-    next_seq: SeqNo,
-    durable_seq: SeqNo,
+    pub(super) gen_fill: u64,
+    pub(super) next_seq: SeqNo,
+    pub(super) durable_seq: SeqNo,
     /// `Sync` writers in the last flushed chunk: the group the next flush waits for.
-    expected_writers: u32,
+    pub(super) expected_writers: u32,
     /// How long the last write+sync took: the group-commit timeout adapts to it.
-    last_flush: Duration,
-    space_waiters: u32,
-    sync_waiters: u32,
-    failure: Option<Failure>,
-    closing: bool,
-    closed: bool,
-    flusher_idle: bool,
-    stats: LogStats,
+    pub(super) last_flush: Duration,
+    pub(super) space_waiters: u32,
+    pub(super) sync_waiters: u32,
+    pub(super) failure: Option<Failure>,
+    pub(super) closing: bool,
+    pub(super) closed: bool,
+    pub(super) flusher_idle: bool,
+    pub(super) stats: LogStats,
 }
 
 #[derive(Debug)]
-struct Inner {
-    state: Mutex<State>,
+pub(super) struct Inner {
+    pub(super) state: Mutex<State>,
     /// The flusher waits here for work.
-    work_cv: Condvar,
+    pub(super) work_cv: Condvar,
     /// Mirror of `State::durable_seq`, read without the state lock.
-    durable: AtomicU64,
+    pub(super) durable: AtomicU64,
     /// Whether `State::failure` is set.
-    failed: AtomicBool,
+    pub(super) failed: AtomicBool,
     /// Appends placed but not finished (applied), per generation.
-    unapplied: Mutex<BTreeMap<u64, u32>>,
+    pub(super) unapplied: Mutex<BTreeMap<u64, u32>>,
     /// Appenders waiting for buffer space, `sync` callers, `close`.
-    progress_cv: Condvar,
+    pub(super) progress_cv: Condvar,
     /// The flusher waits here (with `unapplied`) for engines to apply flushed operations.
-    applied_cv: Condvar,
+    pub(super) applied_cv: Condvar,
     /// Appenders between entering `append` and placing their record.
-    arriving: AtomicUsize,
-    options: LogOptions,
-    oracle: RwLock<Option<Arc<dyn LiveRecords>>>,
-    segments: Option<Arc<Mutex<super::segments::Segments>>>,
-    storage: Arc<dyn Storage>,
+    pub(super) arriving: AtomicUsize,
+    pub(super) options: LogOptions,
+    pub(super) oracle: RwLock<Option<Arc<dyn LiveRecords>>>,
+    pub(super) segments: Option<Arc<Mutex<super::segments::Segments>>>,
+    pub(super) storage: Arc<dyn Storage>,
 }
 
 /// The coalesced log (see the module documentation of [`crate::log`]).
@@ -198,7 +199,12 @@ impl Log {
             storage,
         });
         let flusher_inner = inner.clone();
-        let sink = opened.sink;
+        let mut sink = opened.sink;
+        if let Sink::Ring(ring) = &mut sink
+            && inner.options.durability != Durability::Sync
+        {
+            ring.set_apply_before_durable(inner.options.buffer_bytes);
+        }
         let handle = std::thread::Builder::new()
             .name("lamina-log-flusher".into())
             .spawn(move || flusher_loop(&flusher_inner, sink))
@@ -409,165 +415,4 @@ impl Drop for Log {
     fn drop(&mut self) {
         let _ = self.stop(false);
     }
-}
-
-/// Why and when the flusher flushes (contest paper: "either it is full, there is no other
-/// write operation left, or a predefined timeout is reached").
-fn flush_decision(inner: &Inner, st: &State, now: Instant) -> Result<(), Option<Instant>> {
-    if st.fill_records == 0 {
-        return Err(None);
-    }
-    let options = &inner.options;
-    let full = st.space_waiters > 0 || st.fill.len() + 4096 > options.buffer_bytes;
-    if full || st.closing || st.sync_waiters > 0 {
-        return Ok(());
-    }
-    let first = st.fill_first_at.expect("non-empty buffer has a first record");
-    match options.durability {
-        Durability::Sync => {
-            let no_one_pending = inner.arriving.load(Ordering::SeqCst) == 0;
-            // Waiting for stragglers costs at most half a flush: worth it on a slow device,
-            // skipped on a fast one.
-            let linger = (st.last_flush / 2).max(LINGER_MIN).min(options.linger_max);
-            let deadline = first + linger;
-            if (no_one_pending && st.fill_waiters >= st.expected_writers) || now >= deadline {
-                Ok(())
-            } else {
-                Err(Some(deadline))
-            }
-        }
-        Durability::Buffered { max_delay } => {
-            let deadline = first + max_delay / 2;
-            if now >= deadline { Ok(()) } else { Err(Some(deadline)) }
-        }
-        Durability::None => Err(None),
-    }
-}
-
-fn flusher_loop(inner: &Inner, mut sink: Sink) {
-    let ring_retention = matches!(inner.options.retention, Retention::Cyclic { .. });
-    loop {
-        let mut st = inner.state.lock();
-        loop {
-            if st.failure.is_some() {
-                return;
-            }
-            match flush_decision(inner, &st, Instant::now()) {
-                Ok(()) => break,
-                Err(_) if st.closing && st.fill_records == 0 => return,
-                Err(deadline) => {
-                    st.flusher_idle = true;
-                    match deadline {
-                        Some(at) => {
-                            inner.work_cv.wait_until(&mut st, at);
-                        }
-                        None => inner.work_cv.wait(&mut st),
-                    }
-                    st.flusher_idle = false;
-                }
-            }
-        }
-        // Swap buffers: appenders fill the spare while this one is written and synced.
-        let spare = std::mem::take(&mut st.spare);
-        let buffer = std::mem::replace(&mut st.fill, spare);
-        let (records, waiters, seq_hi) = (st.fill_records, st.fill_waiters, st.fill_seq_hi);
-        let generation = st.gen_fill;
-        st.gen_fill += 1;
-        st.fill_records = 0;
-        st.fill_waiters = 0;
-        let threads = std::mem::take(&mut st.fill_threads);
-        st.fill_first_at = None;
-        if st.space_waiters > 0 {
-            inner.progress_cv.notify_all();
-        }
-        drop(st);
-
-        let oracle = inner.oracle.read().clone();
-        let flush_started = Instant::now();
-        let result = match &mut sink {
-            Sink::Ring(ring) => ring.flush(&buffer, records, seq_hi, &oracle, &mut || {
-                wait_applied(inner, generation - 1, APPLY_WAIT * 10)
-            }),
-            Sink::Segments(segments) => segments.lock().flush(&buffer, records, seq_hi),
-        };
-
-        let mut st = inner.state.lock();
-        match &result {
-            Ok(bytes) => {
-                assert!(seq_hi >= st.durable_seq, "durable sequence must not go back");
-                st.durable_seq = seq_hi;
-                inner.durable.store(seq_hi, Ordering::Release);
-                st.expected_writers = waiters.max(1);
-                st.stats.chunks_written += 1;
-                st.stats.syncs += 1;
-                st.stats.bytes_written += bytes;
-                st.last_flush = flush_started.elapsed();
-                st.stats.flush_ns += st.last_flush.as_nanos() as u64;
-                st.stats.records_written += u64::from(records);
-                st.stats.sync_records_max = st.stats.sync_records_max.max(u64::from(records));
-            }
-            // Every waiter, of any generation, must see the failure: nobody flushes now.
-            Err(err) => set_failure(inner, &mut st, Failure::from_error(err)),
-        }
-        let mut buffer = buffer;
-        buffer.clear();
-        st.spare = buffer;
-        inner.progress_cv.notify_all();
-        if let Sink::Ring(ring) = &sink {
-            st.stats.gc_chunks_collected = ring.gc.chunks_collected;
-            st.stats.gc_records_copied = ring.gc.records_copied;
-            st.stats.gc_bytes_copied = ring.gc.bytes_copied;
-            st.stats.gc_records_dropped = ring.gc.records_dropped;
-            st.stats.disk_bytes = ring.window_bytes();
-        }
-        drop(st);
-        // `durable` (or `failed`) is published before the unpark; a waiter that has not yet
-        // parked keeps the unpark token and sees it.
-        for thread in &threads {
-            thread.unpark();
-        }
-        if result.is_err() {
-            return;
-        }
-        // Read ahead and collect while writers fill the next buffer (contest paper, Fig. 5).
-        if let Sink::Ring(ring) = &mut sink
-            && ring_retention
-            && wait_applied(inner, generation, APPLY_WAIT)
-            && let Err(err) = ring.collect_ahead(&oracle)
-        {
-            let mut st = inner.state.lock();
-            set_failure(inner, &mut st, Failure::from_error(&err));
-            return;
-        }
-    }
-}
-
-/// Records a sticky failure and wakes every waiter of every kind: nobody flushes now.
-fn set_failure(inner: &Inner, st: &mut State, failure: Failure) {
-    st.failure = Some(failure);
-    inner.failed.store(true, Ordering::Release);
-    inner.progress_cv.notify_all();
-    inner.work_cv.notify_all();
-    {
-        let _guard = inner.unapplied.lock();
-        inner.applied_cv.notify_all();
-    }
-    // Waiters of the fill buffer; those of a buffer being flushed are unparked by the flusher.
-    for thread in &st.fill_threads {
-        thread.unpark();
-    }
-}
-
-/// Waits until every append of generations up to `generation` has finished (applied).
-fn wait_applied(inner: &Inner, generation: u64, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    let mut unapplied = inner.unapplied.lock();
-    while unapplied.first_key_value().is_some_and(|(g, _)| *g <= generation) {
-        if inner.failed.load(Ordering::Acquire)
-            || inner.applied_cv.wait_until(&mut unapplied, deadline).timed_out()
-        {
-            return unapplied.first_key_value().is_none_or(|(g, _)| *g > generation);
-        }
-    }
-    true
 }

@@ -13,8 +13,8 @@ use lamina_storage::log::{
 };
 use parking_lot::Mutex;
 
-/// Key -> (seq of the current version, value).
-pub type VersionMap = BTreeMap<Vec<u8>, (SeqNo, Vec<u8>)>;
+/// Key -> (seq of the latest applied operation, value; `None`: deleted).
+pub type VersionMap = BTreeMap<Vec<u8>, (SeqNo, Option<Vec<u8>>)>;
 
 /// The engine: a map under a lock.
 #[derive(Debug, Default)]
@@ -24,19 +24,22 @@ pub struct Model {
 
 impl LiveRecords for Model {
     fn is_current(&self, key: &[u8], seq: SeqNo) -> bool {
-        self.map.lock().get(key).is_some_and(|(s, _)| *s == seq)
+        self.map.lock().get(key).is_some_and(|(s, v)| *s == seq && v.is_some())
     }
 }
 
 impl Model {
+    /// Applies `op` unless a later operation on its key is already applied: appliers run
+    /// concurrently, and the log's contract is that each key follows sequence order (the
+    /// contest paper's rule: apply only if the sequence number is greater). Within a batch
+    /// (equal sequence numbers) later ops win.
     pub fn apply_op(map: &mut VersionMap, seq: SeqNo, op: &BatchOp) {
-        match op {
-            BatchOp::Put { key, value } => {
-                map.insert(key.clone(), (seq, value.clone()));
-            }
-            BatchOp::Delete { key } => {
-                map.remove(key);
-            }
+        let (key, value) = match op {
+            BatchOp::Put { key, value } => (key, Some(value.clone())),
+            BatchOp::Delete { key } => (key, None),
+        };
+        if map.get(key).is_none_or(|(current, _)| *current <= seq) {
+            map.insert(key.clone(), (seq, value));
         }
     }
 
@@ -48,7 +51,8 @@ impl Model {
     }
 
     pub fn snapshot(&self) -> BTreeMap<Vec<u8>, Vec<u8>> {
-        self.map.lock().iter().map(|(k, (_, v))| (k.clone(), v.clone())).collect()
+        let map = self.map.lock();
+        map.iter().filter_map(|(k, (_, v))| Some((k.clone(), v.clone()?))).collect()
     }
 
     /// Logs `ops` (one op: put/delete; several: a batch) and applies them inside the log's
