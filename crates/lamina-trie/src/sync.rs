@@ -23,27 +23,37 @@ pub(crate) fn yield_now() {
     shuttle::thread::yield_now();
 }
 
-/// Spin-then-yield waiting, for the short critical sections of node locks: a few rounds
-/// of `spin_loop` (the holder is usually running on another core), then `yield_now` (the
-/// holder may have been descheduled; on an oversubscribed machine spinning would only
-/// burn its time slice).
+/// Spin, then yield, then sleep: for node locks, whose critical sections are short in
+/// memory (a few rounds of `spin_loop`: the holder is usually running on another core) but
+/// last a log sync in the durable engine (the holder waits for `fdatasync`; yielding, then
+/// sleeping, leaves the cores to the flusher and to threads with work).
 #[derive(Debug, Default)]
 pub(crate) struct Backoff {
     rounds: u32,
 }
 
 impl Backoff {
-    /// Spins before this many rounds, yields after.
+    /// Spins before this many rounds.
     const SPIN_ROUNDS_MAX: u32 = 6;
+    /// Yields before this many rounds, sleeps after.
+    const YIELD_ROUNDS_MAX: u32 = 6 + 32;
+    /// How long one sleeping round lasts.
+    const SLEEP: std::time::Duration = std::time::Duration::from_micros(20);
 
     pub(crate) fn snooze(&mut self) {
-        if cfg!(feature = "shuttle") || self.rounds >= Self::SPIN_ROUNDS_MAX {
+        if cfg!(feature = "shuttle") {
             yield_now();
-        } else {
+            return;
+        }
+        if self.rounds < Self::SPIN_ROUNDS_MAX {
             for _ in 0..(1u32 << self.rounds) {
                 std::hint::spin_loop();
             }
-            self.rounds += 1;
+        } else if self.rounds < Self::YIELD_ROUNDS_MAX {
+            yield_now();
+        } else {
+            std::thread::sleep(Self::SLEEP);
         }
+        self.rounds = self.rounds.saturating_add(1);
     }
 }
