@@ -24,7 +24,10 @@
 //! incrementing the counter) that needs extra care. We use crossbeam-epoch instead: a
 //! reader pins the thread's epoch once per operation (no write to any node), and a writer
 //! that unlinks a content node hands it to [`retire_content`], which frees it only after
-//! every thread pinned at the time has unpinned. Inner nodes are never unlinked (the tree
+//! every thread pinned at the time has unpinned. The price, measured in
+//! `docs/results/trie.md`: freed blocks return to the allocator late (cold, possibly on
+//! another thread), where counters would let a block be reused at once when no reader holds
+//! it. Inner nodes are never unlinked (the tree
 //! never shrinks; see the crate README), so they are freed only when the whole tree is
 //! dropped, when no reader can exist.
 //!
