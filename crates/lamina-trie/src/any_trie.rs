@@ -1,0 +1,197 @@
+//! The tree behind one type for every allowed k', and the operations the engine runs on
+//! it, parameterized by how a write is committed (volatile, logged, or replayed).
+
+use crossbeam_epoch as epoch;
+use lamina_core::{BatchOp, CasOutcome, Result};
+use lamina_storage::log::{LiveRecords, Log, LogOp, Record, RecordOp, SeqNo};
+
+use crate::content::{Content, ContentBox};
+use crate::tree::{Applied, Change, TreeCounters, Trie};
+
+/// The tree, monomorphized for each allowed k' (fanout = 2^k').
+#[derive(Debug)]
+pub(crate) enum AnyTrie {
+    Fanout2(Trie<2>),
+    Fanout4(Trie<4>),
+    Fanout16(Trie<16>),
+    Fanout256(Trie<256>),
+}
+
+/// Runs `$body` with `$t` bound to the concrete tree.
+macro_rules! with_trie {
+    ($any:expr, $t:ident => $body:expr) => {
+        match $any {
+            AnyTrie::Fanout2($t) => $body,
+            AnyTrie::Fanout4($t) => $body,
+            AnyTrie::Fanout16($t) => $body,
+            AnyTrie::Fanout256($t) => $body,
+        }
+    };
+}
+pub(crate) use with_trie;
+
+/// How a write gets its sequence number and becomes durable.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Commit<'a> {
+    /// In memory only. Sequence numbers only serve the log (garbage collection and
+    /// recovery), so volatile writes carry 0 and skip the shared counter.
+    Volatile,
+    /// Appended to the log; applied inside the log's apply hook once durable, so the log's
+    /// garbage collection never sees a record the tree does not reflect yet (section 3).
+    Logged(&'a Log),
+    /// Already logged under this sequence number (a batch's operations, or replay).
+    Known(SeqNo),
+}
+
+impl Commit<'_> {
+    fn run<const FANOUT: usize>(
+        self,
+        tree: &Trie<FANOUT>,
+        op: LogOp<'_>,
+        applied: &Applied<'_>,
+        publish: &mut dyn FnMut(u64),
+    ) -> Result<()> {
+        let (LogOp::Put { key, .. } | LogOp::Delete { key }) = op else {
+            unreachable!("single-key writes log single-key records")
+        };
+        assert_eq!(applied.key, key, "the record logged is the write applied");
+        assert_eq!(applied.deleted, matches!(op, LogOp::Delete { .. }));
+        match self {
+            Commit::Volatile => publish(0),
+            Commit::Logged(log) => {
+                let (seq, ()) = log.append_with(op, &mut *publish)?;
+                tree.advance_seq(seq);
+            }
+            Commit::Known(seq) => {
+                publish(seq);
+                tree.advance_seq(seq);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl AnyTrie {
+    pub(crate) fn new(prefix_bits: u32) -> AnyTrie {
+        match prefix_bits {
+            1 => AnyTrie::Fanout2(Trie::new()),
+            2 => AnyTrie::Fanout4(Trie::new()),
+            4 => AnyTrie::Fanout16(Trie::new()),
+            8 => AnyTrie::Fanout256(Trie::new()),
+            other => panic!("prefix_bits {other} passed validation"),
+        }
+    }
+
+    pub(crate) fn counters(&self) -> TreeCounters {
+        with_trie!(self, t => t.counters())
+    }
+
+    pub(crate) fn put(&self, key: &[u8], value: &[u8], commit: Commit<'_>) -> Result<()> {
+        with_trie!(self, t => put(t, key, value, commit))
+    }
+
+    pub(crate) fn delete(&self, key: &[u8], commit: Commit<'_>) -> Result<bool> {
+        with_trie!(self, t => delete(t, key, commit))
+    }
+
+    pub(crate) fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        commit: Commit<'_>,
+    ) -> Result<CasOutcome> {
+        with_trie!(self, t => compare_and_swap(t, key, expected, new, commit))
+    }
+
+    /// Applies one operation of a batch or of a replayed record.
+    pub(crate) fn apply_op(&self, op: &BatchOp, commit: Commit<'_>) -> Result<()> {
+        match op {
+            BatchOp::Put { key, value } => self.put(key, value, commit),
+            BatchOp::Delete { key } => self.delete(key, commit).map(drop),
+        }
+    }
+
+    /// Recovery: applies a record read back from the log. Records come in sequence order,
+    /// so applying each in turn rebuilds the state the log describes.
+    pub(crate) fn replay(&self, record: &Record) -> Result<()> {
+        let commit = Commit::Known(record.seq);
+        match &record.op {
+            RecordOp::Put { key, value } => self.put(key, value, commit),
+            RecordOp::Delete { key } => self.delete(key, commit).map(drop),
+            RecordOp::Batch(ops) => ops.iter().try_for_each(|op| self.apply_op(op, commit)),
+        }
+    }
+}
+
+impl LiveRecords for AnyTrie {
+    /// Section 3: the log's garbage collection "validates the read log records against the
+    /// in-memory index": a put is live iff the key's content node carries its sequence
+    /// number.
+    fn is_current(&self, key: &[u8], seq: SeqNo) -> bool {
+        with_trie!(self, t => {
+            let guard = epoch::pin();
+            t.get(key, &guard).is_some_and(|c| c.seq() == seq)
+        })
+    }
+}
+
+fn put<const FANOUT: usize>(
+    tree: &Trie<FANOUT>,
+    key: &[u8],
+    value: &[u8],
+    commit: Commit<'_>,
+) -> Result<()> {
+    let content = ContentBox::new(key, value, 0);
+    let guard = epoch::pin();
+    tree.modify(
+        key,
+        &guard,
+        |_| (Change::Put(content), ()),
+        |applied, publish| commit.run(tree, LogOp::Put { key, value }, applied, publish),
+    )
+    .map(drop)
+}
+
+fn delete<const FANOUT: usize>(
+    tree: &Trie<FANOUT>,
+    key: &[u8],
+    commit: Commit<'_>,
+) -> Result<bool> {
+    let guard = epoch::pin();
+    let done = tree.modify(
+        key,
+        &guard,
+        |_| (Change::Delete, ()),
+        |applied, publish| commit.run(tree, LogOp::Delete { key }, applied, publish),
+    )?;
+    Ok(done.existed)
+}
+
+fn compare_and_swap<const FANOUT: usize>(
+    tree: &Trie<FANOUT>,
+    key: &[u8],
+    expected: Option<&[u8]>,
+    new: Option<&[u8]>,
+    commit: Commit<'_>,
+) -> Result<CasOutcome> {
+    let guard = epoch::pin();
+    let decide = |current: Option<Content<'_>>| {
+        if current.map(Content::value) != expected {
+            let current = current.map(|c| c.value().to_vec());
+            return (Change::Keep, CasOutcome::Mismatch { current });
+        }
+        let change = match new {
+            Some(value) => Change::Put(ContentBox::new(key, value, 0)),
+            None => Change::Delete,
+        };
+        (change, CasOutcome::Swapped)
+    };
+    let op = match new {
+        Some(value) => LogOp::Put { key, value },
+        None => LogOp::Delete { key },
+    };
+    let done = tree
+        .modify(key, &guard, decide, |applied, publish| commit.run(tree, op, applied, publish))?;
+    Ok(done.result)
+}

@@ -1,0 +1,202 @@
+//! Content nodes (paper section 2): a key, its value and the sequence number of the write
+//! that stored them, in **one** allocation — a 16-byte header followed by the key bytes and
+//! the value bytes. One allocation instead of a node plus a byte buffer halves the
+//! allocator calls per write and saves a pointer chase per read (the paper avoids `malloc`
+//! altogether with its own memory manager; see `docs/results/trie.md`).
+//!
+//! [`ContentBox`] owns an unpublished node; [`Content`] borrows a published one, which is
+//! immutable (read-copy-update) and freed only through epoch reclamation
+//! ([`crate::node::retire_content`]).
+
+use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+/// The fixed part of a content node. The key and value bytes follow it.
+#[repr(C, align(8))]
+#[derive(Debug)]
+pub(crate) struct Header {
+    seq: u64,
+    key_len: u32,
+    value_len: u32,
+}
+
+const HEADER_BYTES: usize = std::mem::size_of::<Header>();
+const _: () = assert!(HEADER_BYTES == 16 && std::mem::align_of::<Header>() == 8);
+
+/// Per-allocation bookkeeping of a typical malloc, for memory estimates.
+pub(crate) const ALLOCATOR_OVERHEAD_BYTES: usize = 16;
+
+fn layout(key_len: usize, value_len: usize) -> Layout {
+    Layout::from_size_align(HEADER_BYTES + key_len + value_len, 8)
+        .expect("keys and values are bounded by the API limits")
+}
+
+/// An unpublished content node, owned.
+pub(crate) struct ContentBox {
+    ptr: NonNull<Header>,
+}
+
+impl std::fmt::Debug for ContentBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_content().fmt(f)
+    }
+}
+
+impl ContentBox {
+    /// A new node holding `key`, `value` and `seq`.
+    pub(crate) fn new(key: &[u8], value: &[u8], seq: u64) -> ContentBox {
+        let key_len = u32::try_from(key.len()).expect("keys are at most 1024 bytes");
+        let value_len = u32::try_from(value.len()).expect("values are at most 4096 bytes");
+        let layout = layout(key.len(), value.len());
+        #[allow(clippy::cast_ptr_alignment)] // the layout asks for Header's alignment, 8
+        // SAFETY: the layout's size is at least HEADER_BYTES > 0.
+        let raw = unsafe { alloc(layout) }.cast::<Header>();
+        let Some(ptr) = NonNull::new(raw) else { handle_alloc_error(layout) };
+        // SAFETY: `ptr` is a fresh block of `layout.size()` bytes aligned to 8: the header
+        // fits at its start and the key and value bytes right after, within the block;
+        // the sources are caller slices, which cannot overlap a fresh block.
+        unsafe {
+            ptr.as_ptr().write(Header { seq, key_len, value_len });
+            let data = ptr.as_ptr().cast::<u8>().add(HEADER_BYTES);
+            std::ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
+            std::ptr::copy_nonoverlapping(value.as_ptr(), data.add(key.len()), value.len());
+        }
+        ContentBox { ptr }
+    }
+
+    /// Sets the sequence number; the node is not published yet, so nobody else reads it.
+    pub(crate) fn set_seq(&mut self, seq: u64) {
+        // SAFETY: we own the node exclusively (`&mut self`, not yet published).
+        unsafe { (*self.ptr.as_ptr()).seq = seq };
+    }
+
+    /// A borrowed view.
+    pub(crate) fn as_content(&self) -> Content<'_> {
+        Content { ptr: self.ptr, _borrow: PhantomData }
+    }
+
+    /// Gives up ownership (the pointer goes into a slot).
+    pub(crate) fn into_raw(self) -> *mut Header {
+        let ptr = self.ptr.as_ptr();
+        std::mem::forget(self);
+        ptr
+    }
+
+    /// Takes ownership back.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from [`ContentBox::into_raw`] and nobody else owns or will free it.
+    pub(crate) unsafe fn from_raw(ptr: *mut Header) -> ContentBox {
+        ContentBox { ptr: NonNull::new(ptr).expect("content pointers are never null") }
+    }
+}
+
+impl Drop for ContentBox {
+    fn drop(&mut self) {
+        // SAFETY: we own the block; its header is initialized and names the lengths it was
+        // allocated with, so the layout is the allocation's.
+        unsafe {
+            let header = self.ptr.as_ref();
+            let layout = layout(header.key_len as usize, header.value_len as usize);
+            dealloc(self.ptr.as_ptr().cast::<u8>(), layout);
+        }
+    }
+}
+
+/// A content node, borrowed for `'a` (published nodes are immutable).
+#[derive(Clone, Copy)]
+pub(crate) struct Content<'a> {
+    ptr: NonNull<Header>,
+    _borrow: PhantomData<&'a Header>,
+}
+
+impl std::fmt::Debug for Content<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Content")
+            .field("seq", &self.seq())
+            .field("key", &self.key())
+            .field("value_len", &self.value().len())
+            .finish()
+    }
+}
+
+impl<'a> Content<'a> {
+    /// A view of the node at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from [`ContentBox::into_raw`] and the node stays allocated and unchanged
+    /// for `'a`.
+    pub(crate) unsafe fn from_ptr(ptr: *const Header) -> Content<'a> {
+        let ptr = NonNull::new(ptr.cast_mut()).expect("content pointers are never null");
+        Content { ptr, _borrow: PhantomData }
+    }
+
+    pub(crate) fn as_ptr(self) -> *const Header {
+        self.ptr.as_ptr()
+    }
+
+    fn header(self) -> &'a Header {
+        // SAFETY: the node is allocated, initialized and immutable for 'a (type invariant).
+        unsafe { self.ptr.as_ref() }
+    }
+
+    fn bytes(self, offset: usize, len: usize) -> &'a [u8] {
+        // SAFETY: the block holds HEADER_BYTES + key_len + value_len initialized bytes and
+        // callers ask only for the key or the value range; immutable for 'a.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.ptr.as_ptr().cast::<u8>().add(HEADER_BYTES + offset),
+                len,
+            )
+        }
+    }
+
+    pub(crate) fn key(self) -> &'a [u8] {
+        self.bytes(0, self.header().key_len as usize)
+    }
+
+    pub(crate) fn value(self) -> &'a [u8] {
+        let header = self.header();
+        self.bytes(header.key_len as usize, header.value_len as usize)
+    }
+
+    /// Sequence number of the write that produced this version of the key.
+    pub(crate) fn seq(self) -> u64 {
+        self.header().seq
+    }
+
+    /// Bytes of memory the node holds (block and an allocator overhead estimate).
+    pub(crate) fn memory_bytes(self) -> u64 {
+        let header = self.header();
+        (HEADER_BYTES
+            + header.key_len as usize
+            + header.value_len as usize
+            + ALLOCATOR_OVERHEAD_BYTES) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_key_value_and_seq_in_one_block() {
+        let mut owned = ContentBox::new(b"key", &[7u8; 4096], 3);
+        assert_eq!(owned.as_content().key(), b"key");
+        assert_eq!(owned.as_content().value(), &[7u8; 4096][..]);
+        owned.set_seq(9);
+        assert_eq!(owned.as_content().seq(), 9);
+        let raw = owned.into_raw();
+        // SAFETY: `raw` came from into_raw and is still owned by nobody else.
+        let view = unsafe { Content::from_ptr(raw) };
+        assert_eq!(view.memory_bytes(), 16 + 3 + 4096 + 16);
+        // SAFETY: as above; taken back exactly once.
+        drop(unsafe { ContentBox::from_raw(raw) });
+        let empty = ContentBox::new(&[0u8; 1024], b"", 0);
+        assert_eq!(empty.as_content().key().len(), 1024);
+        assert!(empty.as_content().value().is_empty());
+    }
+}

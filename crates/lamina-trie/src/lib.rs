@@ -1,0 +1,32 @@
+//! `trie`: the generalized prefix tree of the SIGMOD 2011 programming contest's winning
+//! solution (Kissinger et al., "A High-Throughput In-Memory Index, Durable on Flash-based
+//! SSD"), as a lamina engine. See `README.md` for the map from the paper to the modules.
+//!
+//! - [`fragment`]: keys split into k'-bit fragments (section 2).
+//! - `content`: content nodes, one allocation each (section 2).
+//! - `node`: inner nodes, tagged slot pointers, epoch reclamation (section 2).
+//! - `lock`: the 4-byte per-node spinlock (section 2).
+//! - `tree`: lookups, single-lock writes with re-validation, dynamic expansion (section 2).
+//! - `scan`: ordered iteration (the contest API's iterate).
+//! - `gate`: atomic write batches without locking readers (lamina's addition).
+//! - `any_trie`: one type over every k', and how a write commits (volatile, logged, replayed).
+//! - [`TrieEngine`]: the `OrderedIndex` implementation, volatile or durable through the
+//!   coalesced cyclic log of `lamina_storage::log` (section 3).
+
+mod any_trie;
+mod content;
+mod counter;
+mod engine;
+pub mod fragment;
+mod gate;
+mod lock;
+mod node;
+mod options;
+mod scan;
+mod sync;
+mod tree;
+
+pub use engine::TrieEngine;
+pub use options::{
+    DISK_BUDGET_FACTOR_DEFAULT, LIVE_BYTES_ESTIMATE_DEFAULT, LOG_FILE_PREFIX, TrieOptions,
+};
