@@ -8,6 +8,7 @@ use lamina_core::{CasOutcome, Entry, Error, KeyRange, OrderedIndex, Result, Stat
 use lamina_fdtree::{FdTree, FdTreeOptions};
 use lamina_mem::{LOG_CAPACITY_BYTES_DEFAULT, MemEngine, MemOptions};
 use lamina_storage::{AccountingOptions, FileOptions, FileStorage, Storage};
+use lamina_trie::{TrieEngine, TrieOptions};
 
 use crate::iter::ScanIter;
 use crate::meta::{META_FILE_NAME, Meta};
@@ -22,6 +23,7 @@ pub const LOCK_FILE_NAME: &str = "LOCK";
 enum Engine {
     Mem(MemEngine),
     Fdtree(FdTree),
+    Trie(TrieEngine),
 }
 
 macro_rules! dispatch {
@@ -29,6 +31,7 @@ macro_rules! dispatch {
         match &$self.engine {
             Engine::Mem($engine) => $body,
             Engine::Fdtree($engine) => $body,
+            Engine::Trie($engine) => $body,
         }
     };
 }
@@ -103,6 +106,13 @@ impl Db {
                     ..FdTreeOptions::default()
                 };
                 Engine::Fdtree(FdTree::open(file_storage(dir, &options)?, &fdtree)?)
+            }
+            EngineKind::Trie => {
+                let mut trie = TrieOptions::default().durability(options.durability);
+                if options.disk_budget_bytes != 0 {
+                    trie = trie.disk_budget_bytes(options.disk_budget_bytes);
+                }
+                Engine::Trie(TrieEngine::open(file_storage(dir, &options)?, trie)?)
             }
         };
         Ok(Db { engine, kind: options.engine, dir: dir.to_path_buf(), _lock: lock })

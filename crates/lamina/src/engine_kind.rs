@@ -13,12 +13,16 @@ pub enum EngineKind {
     /// scheme. The on-disk format is the same for every scheme, so a directory created with
     /// one may be opened with another.
     Fdtree(FcMode),
+    /// `trie`: the SIGMOD 2011 contest's generalized prefix tree (k' = 4) with non-blocking
+    /// reads, durable through the coalesced cyclic log.
+    Trie,
 }
 
 impl EngineKind {
     /// Every engine this build contains, under every name it answers to. FD+DS and FD+FC
     /// are listed once they are implemented.
-    pub const ALL: &'static [EngineKind] = &[EngineKind::Fdtree(FcMode::Xm), EngineKind::Mem];
+    pub const ALL: &'static [EngineKind] =
+        &[EngineKind::Fdtree(FcMode::Xm), EngineKind::Trie, EngineKind::Mem];
 
     /// The engine's name as used on the command line and in benchmarks.
     pub fn name(self) -> &'static str {
@@ -27,6 +31,7 @@ impl EngineKind {
             EngineKind::Fdtree(FcMode::Xm) => "fdtree-xm",
             EngineKind::Fdtree(FcMode::Ds) => "fdtree-ds",
             EngineKind::Fdtree(FcMode::Fc) => "fdtree-fc",
+            EngineKind::Trie => "trie",
         }
     }
 
@@ -36,6 +41,7 @@ impl EngineKind {
         match self {
             EngineKind::Mem => "mem",
             EngineKind::Fdtree(_) => "fdtree",
+            EngineKind::Trie => "trie",
         }
     }
 
@@ -53,6 +59,10 @@ impl EngineKind {
             EngineKind::Fdtree(FcMode::Ds) => "FD+tree with FD+DS: merges build levels on the side",
             EngineKind::Fdtree(FcMode::Fc) => {
                 "FD+tree with FD+FC: wavefront merge, readers never wait for a merge"
+            }
+            EngineKind::Trie => {
+                "generalized prefix tree (k' = 4, dynamic expansion) with lock-free reads, \
+                 durable through the coalesced cyclic log (SIGMOD 2011 contest)"
             }
         }
     }
@@ -110,6 +120,6 @@ mod tests {
         }
         assert_eq!(EngineKind::from_name("fdtree").unwrap(), EngineKind::default());
         let err = EngineKind::from_name("nope").unwrap_err();
-        assert!(err.to_string().contains("known: fdtree, fdtree-xm, mem"), "{err}");
+        assert!(err.to_string().contains("known: fdtree, fdtree-xm, trie, mem"), "{err}");
     }
 }

@@ -20,8 +20,8 @@ pub struct Options {
     /// Create the directory if it does not exist.
     pub create_if_missing: bool,
     /// Disk space the engine may use; 0 takes the engine's default. Enforced by engines whose
-    /// log is a fixed ring (`mem`: the ring's size, fixed when the database is created);
-    /// refused as unsupported by the others.
+    /// log is a fixed ring (`mem`, `trie`: the ring's size, fixed when the database is
+    /// created); refused as unsupported by the others.
     pub disk_budget_bytes: u64,
     /// The device whose cost model turns the engine's I/O into modeled time
     /// (`Stats::io.modeled_device_ns`); `host` models nothing.
@@ -73,7 +73,8 @@ impl Options {
                 format!("{} is over {CACHE_BYTES_MAX}", self.cache_bytes),
             ));
         }
-        if self.disk_budget_bytes != 0 && !matches!(self.engine, EngineKind::Mem) {
+        if self.disk_budget_bytes != 0 && !matches!(self.engine, EngineKind::Mem | EngineKind::Trie)
+        {
             return Err(Error::Unsupported {
                 what: format!(
                     "disk_budget_bytes = {} with engine `{}`, which does not enforce a disk \

@@ -37,3 +37,10 @@ mod fdtree_xm {
         kind: lamina::EngineKind::Fdtree(lamina::FcMode::Xm)
     });
 }
+
+mod trie {
+    lamina_core::conformance_tests!(super::super::DbSubject {
+        dir: tempfile::tempdir().unwrap(),
+        kind: lamina::EngineKind::Trie
+    });
+}
