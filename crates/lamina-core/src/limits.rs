@@ -45,6 +45,15 @@ pub fn check_value(value: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
+/// Checks the arguments of a compare-and-swap: the key, and the expected and new values.
+pub fn check_cas(key: &[u8], expected: Option<&[u8]>, new: Option<&[u8]>) -> Result<(), Error> {
+    check_key(key)?;
+    for value in [expected, new].into_iter().flatten() {
+        check_value(value)?;
+    }
+    Ok(())
+}
+
 /// Checks a scan limit against [`SCAN_LIMIT_MAX`]; zero is allowed and returns nothing.
 pub fn check_scan_limit(limit: usize) -> Result<(), Error> {
     if limit > SCAN_LIMIT_MAX {

@@ -21,7 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lamina_core::limits::{check_key, check_scan_limit, check_value};
+use lamina_core::limits::{check_cas, check_key, check_scan_limit, check_value};
 use lamina_core::{
     BatchOp, CasOutcome, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch,
 };
@@ -209,10 +209,7 @@ impl OrderedIndex for MemEngine {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<CasOutcome> {
-        check_key(key)?;
-        for value in [expected, new].into_iter().flatten() {
-            check_value(value)?;
-        }
+        check_cas(key, expected, new)?;
         let _stripe = self.stripes.lock(key);
         let current_exists = {
             let state = self.shared.state.read();

@@ -19,7 +19,7 @@
 use std::sync::{Arc, PoisonError, RwLock};
 
 use crossbeam_epoch as epoch;
-use lamina_core::limits::{check_key, check_scan_limit, check_value};
+use lamina_core::limits::{check_cas, check_key, check_scan_limit, check_value};
 use lamina_core::{CasOutcome, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch};
 use lamina_storage::Storage;
 use lamina_storage::log::{LiveRecords, Log, LogOp};
@@ -168,10 +168,7 @@ impl OrderedIndex for TrieEngine {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<CasOutcome> {
-        check_key(key)?;
-        for value in [expected, new].into_iter().flatten() {
-            check_value(value)?;
-        }
+        check_cas(key, expected, new)?;
         self.check_open()?;
         let outcome =
             self.single_write(|commit| self.tree.compare_and_swap(key, expected, new, commit))?;
