@@ -21,6 +21,8 @@ mod leveldb;
 #[cfg(feature = "peers")]
 mod lmdb;
 #[cfg(feature = "peers")]
+mod lsm;
+#[cfg(feature = "peers")]
 mod rocksdb;
 #[cfg(feature = "peers")]
 mod wiredtiger;

@@ -105,3 +105,28 @@ fn garbage_files_are_an_error_not_a_panic() {
         }
     }
 }
+
+/// The LSM peers report their library's own statistics (read through each C API's
+/// properties) next to lamina's.
+#[test]
+fn lsm_peers_report_library_stats() {
+    let cases: [(&str, &[&str]); 4] = [
+        ("leveldb", &["files_at_level0", "files_at_level6"]),
+        ("leveldb-tuned", &["files_at_level0", "files_at_level6"]),
+        ("rocksdb", &["estimate_num_keys", "live_sst_files_bytes", "running_compactions"]),
+        ("rocksdb-tuned", &["estimate_num_keys", "live_sst_files_bytes", "running_compactions"]),
+    ];
+    for (name, extra_names) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open_peer(name, dir.path(), &options(Durability::None)).unwrap();
+        for i in 0..100u32 {
+            db.put(&i.to_be_bytes(), b"value").unwrap();
+        }
+        let stats = db.stats();
+        for extra_name in extra_names {
+            assert!(stats.extra.iter().any(|(n, _)| n == extra_name), "{name}: {stats:?}");
+        }
+        assert!(stats.memory_bytes > 0, "{name}: {stats:?}");
+        db.close().unwrap();
+    }
+}

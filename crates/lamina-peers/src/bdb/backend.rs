@@ -15,7 +15,7 @@ use lamina_core::WriteBatch;
 use lamina_core::{BatchOp, CasOutcome, Durability, Entry, Error, KeyRange, Result, Stats};
 
 use super::ffi;
-use crate::common::{Backend, Peer, c_message, library_error};
+use crate::common::{Backend, Peer, library_error, shim_message};
 use crate::{PeerName, PeerOptions};
 
 /// Attempts of one operation that keeps losing deadlocks before it gives up.
@@ -111,15 +111,9 @@ impl Bdb {
     }
 
     fn error_rc(&self, operation: &str, rc: c_int) -> Error {
-        // SAFETY: `db_strerror` returns a NUL-terminated message for any code.
-        let code = unsafe { c_message(ffi::lp_bdb_strerror(rc)) };
-        let mut detail = [0 as std::ffi::c_char; 1024];
-        // SAFETY: `detail` has the length passed; the shim NUL-terminates within it.
-        let detail = unsafe {
-            ffi::lp_bdb_take_error(detail.as_mut_ptr(), detail.len());
-            c_message(detail.as_ptr())
-        };
-        let message = if detail.is_empty() { code } else { format!("{code}: {detail}") };
+        // SAFETY: the shim's `strerror` (`db_strerror`) returns a NUL-terminated message
+        // for any code, and its `take_error` NUL-terminates within the length it is given.
+        let message = unsafe { shim_message(ffi::lp_bdb_strerror, ffi::lp_bdb_take_error, rc) };
         library_error(self.name, operation, &self.dir, &message)
     }
 

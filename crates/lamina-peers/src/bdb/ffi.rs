@@ -3,16 +3,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-macro_rules! opaque {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[repr(C)]
-            pub(crate) struct $name {
-                _private: [u8; 0],
-            }
-        )*
-    };
-}
+use crate::common::opaque;
 
 opaque!(DbEnv, Db, DbTxn, Dbc);
 

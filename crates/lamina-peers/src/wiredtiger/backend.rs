@@ -16,7 +16,7 @@ use lamina_core::{BatchOp, CasOutcome, Durability, Entry, Error, KeyRange, Resul
 use parking_lot::Mutex;
 
 use super::ffi;
-use crate::common::{Backend, Peer, c_message, library_error};
+use crate::common::{Backend, Peer, library_error, shim_message};
 use crate::{PeerName, PeerOptions};
 
 /// Attempts of one operation that keeps losing write-write conflicts before it gives up.
@@ -195,15 +195,9 @@ impl WiredTiger {
     }
 
     fn error_rc(&self, operation: &str, rc: c_int) -> Error {
-        // SAFETY: `wiredtiger_strerror` returns a NUL-terminated message for any code.
-        let code = unsafe { c_message(ffi::lp_wt_strerror(rc)) };
-        let mut detail = [0 as std::ffi::c_char; 1024];
-        // SAFETY: `detail` has the length passed; the shim NUL-terminates within it.
-        let detail = unsafe {
-            ffi::lp_wt_take_error(detail.as_mut_ptr(), detail.len());
-            c_message(detail.as_ptr())
-        };
-        let message = if detail.is_empty() { code } else { format!("{code}: {detail}") };
+        // SAFETY: the shim's `strerror` (`wiredtiger_strerror`) returns a NUL-terminated message
+        // for any code, and its `take_error` NUL-terminates within the length it is given.
+        let message = unsafe { shim_message(ffi::lp_wt_strerror, ffi::lp_wt_take_error, rc) };
         library_error(self.name, operation, &self.dir, &message)
     }
 

@@ -4,16 +4,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-macro_rules! opaque {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[repr(C)]
-            pub(crate) struct $name {
-                _private: [u8; 0],
-            }
-        )*
-    };
-}
+use crate::common::opaque;
 
 opaque!(WtConnection, WtSession, WtCursor);
 
