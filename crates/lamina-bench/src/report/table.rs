@@ -155,9 +155,11 @@ pub fn render_comparison(report: &BenchReport) -> String {
         "comparison (ratios to {}; throughput: higher is better, latency: lower is better)",
         first.engine
     );
+    // The engine column fits the longest name, so the columns stay aligned.
+    let name_width = report.summary.iter().map(|s| s.engine.len()).max().unwrap_or(0).max(6);
     let _ = writeln!(
         out,
-        "{:<12} {:>12} {:>7} {:>10} {:>10} {:>7} {:>11} {:>7} {:>10} {:>7} {:>8} {:>11} {:>11}",
+        "{:<name_width$} {:>12} {:>7} {:>10} {:>10} {:>7} {:>11} {:>7} {:>10} {:>7} {:>8} {:>11} {:>11}",
         "engine",
         "ops/sec",
         "ratio",
@@ -175,7 +177,7 @@ pub fn render_comparison(report: &BenchReport) -> String {
     for s in &report.summary {
         let _ = writeln!(
             out,
-            "{:<12} {:>12.0} {:>7.2} {:>10} {:>10} {:>7.2} {:>11} {:>7.2} {:>10} {:>7.2} {:>8.2} {:>11} {:>11}",
+            "{:<name_width$} {:>12.0} {:>7.2} {:>10} {:>10} {:>7.2} {:>11} {:>7.2} {:>10} {:>7.2} {:>8.2} {:>11} {:>11}",
             s.engine,
             s.throughput_ops_s,
             s.throughput_ratio,
