@@ -18,6 +18,7 @@ pub mod level;
 mod lookup;
 pub mod manifest;
 pub mod merge;
+mod merger;
 pub mod options;
 pub mod persist;
 pub mod probe;

@@ -1,13 +1,16 @@
-//! Readers, writers and merges together (FD+XM): writers own disjoint keys and write
-//! increasing versions; readers check that no value ever goes back and that scans stay
-//! ordered, while tiny levels make merges constant. The final content is checked exactly.
+//! Readers, writers and merges together, per concurrency mode (FD+XM: merges inside
+//! writers; FD+DS: merges in the background thread while readers and writers go on): writers
+//! own disjoint keys and write increasing versions; readers check that no value ever goes
+//! back, that a key a writer has finished with holds exactly its last value (the oracle), and
+//! that scans stay ordered, while tiny levels make merges constant. The final content is
+//! checked exactly.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use lamina_core::{KeyRange, OrderedIndex};
-use lamina_fdtree::{FdTree, FdTreeOptions};
+use lamina_fdtree::{FcMode, FdTree, FdTreeOptions};
 
 const WRITERS: u64 = 3;
 const KEYS_PER_WRITER: u64 = 150;
@@ -18,8 +21,19 @@ fn key(w: u64, i: u64) -> [u8; 8] {
 }
 
 #[test]
-fn readers_writers_and_merges() {
+fn readers_writers_and_merges_xm() {
+    readers_writers_and_merges(FcMode::Xm);
+}
+
+#[test]
+fn readers_writers_and_merges_ds() {
+    readers_writers_and_merges(FcMode::Ds);
+}
+
+fn readers_writers_and_merges(mode: FcMode) {
     let options = FdTreeOptions {
+        mode,
+        verify_each_merge: true,
         memory_budget_bytes: 512,
         block_bytes: 512,
         size_ratio: 2,
@@ -81,6 +95,11 @@ fn readers_writers_and_merges() {
     }
     db.verify().unwrap();
     let all = db.scan(&KeyRange::all(), 1 << 20).unwrap();
+    for w in 0..WRITERS {
+        for i in 0..KEYS_PER_WRITER {
+            assert_eq!(db.get(&key(w, i)).unwrap(), Some(ROUNDS.to_le_bytes().to_vec()));
+        }
+    }
     assert_eq!(all.len() as u64, WRITERS * KEYS_PER_WRITER);
     assert!(all.iter().all(|(_, v)| v == &ROUNDS.to_le_bytes()));
     let merges = db.with_tree(|t| t.merge_counts().overflow).unwrap();

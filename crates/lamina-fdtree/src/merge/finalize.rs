@@ -8,7 +8,7 @@ use lamina_core::Result;
 
 use super::execute::Executed;
 use crate::level::DiskLevel;
-use crate::options::Params;
+use crate::options::{FcMode, Params};
 use crate::top::TopLevel;
 use crate::tree::Tree;
 
@@ -32,6 +32,20 @@ pub fn plan_relabel(
     full: bool,
     params: &Params,
 ) -> Relabel {
+    plan_relabel_with(sizes, succ_below, full, params, &vec![true; sizes.len()])
+}
+
+/// Equation 3 where new level `i > 0` may become `L_0` only if `may_be_top[i]`. With
+/// background merges (section 4.4.3) `L_0` already holds the modifications made during the
+/// merge, and only the reserved slots are guaranteed: `o_i = 0` needs `|L_i| <= kappa_1`
+/// (here: its bytes within `Params::fence_reserve_bytes`), otherwise `j > 0` as in eq. 3.
+pub fn plan_relabel_with(
+    sizes: &[u64],
+    succ_below: Option<u64>,
+    full: bool,
+    params: &Params,
+    may_be_top: &[bool],
+) -> Relabel {
     let m = sizes.len() - 1;
     let o: Vec<usize> = (0..=m)
         .map(|i| {
@@ -39,7 +53,8 @@ pub fn plan_relabel(
                 return m;
             }
             let succ = if i < m { Some(sizes[i + 1]) } else { succ_below };
-            (0..LEVEL_SEARCH_MAX)
+            let first = usize::from(i > 0 && !may_be_top[i]);
+            (first..LEVEL_SEARCH_MAX)
                 .find(|&j| {
                     sizes[i] <= params.kappa(j) && succ.is_none_or(|s| s <= params.kappa(j + 1))
                 })
@@ -69,7 +84,17 @@ impl Tree {
         sizes.extend(new_levels.iter().map(|l| l.size_blocks(&self.params)));
         let succ_below =
             self.levels.iter().find(|l| l.label > m).map(|l| l.size_blocks(&self.params));
-        let plan = plan_relabel(&sizes, succ_below, full, &self.params);
+        // Background merges (FD+DS): a new level becomes L_0 only if it fits the reserved
+        // slots (section 4.4.3), so L_0 is not due for another merge at once.
+        let reserve = self.params.fence_reserve_bytes();
+        let may_be_top: Vec<bool> = std::iter::once(true)
+            .chain(
+                new_levels
+                    .iter()
+                    .map(|l| self.params.mode == FcMode::Xm || l.stats.sized_bytes() <= reserve),
+            )
+            .collect();
+        let plan = plan_relabel_with(&sizes, succ_below, full, &self.params, &may_be_top);
         // 1) If z > 0, L_z's content replaces L_0 and L_1..L_z are skipped.
         let top = if plan.z > 0 {
             match self.load_top(&new_levels[plan.z - 1]) {
@@ -182,5 +207,14 @@ mod tests {
         // A partial merge never relabels its last level (Remark A.3).
         let r = plan_relabel(&[1, 1, 1, 3], Some(100), false, &params());
         assert_eq!(r.o[3], 3);
+    }
+
+    #[test]
+    fn background_merges_make_l0_only_of_what_fits_the_reserve() {
+        // Section 4.4.3: the bottom of a small full merge stays on disk if it does not fit
+        // the reserved slots; fence levels that fit still collapse into L_0.
+        let r = plan_relabel_with(&[1, 1, 1, 3], None, true, &params(), &[true, true, true, false]);
+        assert_eq!(r.o, vec![0, 0, 0, 1]);
+        assert_eq!(r.z, 2);
     }
 }
