@@ -218,9 +218,14 @@ impl Inner {
             self.control.switched();
             finished?;
             self.read(Tree::verify_if_configured)?;
-            let mut guard = self.tree.write();
-            if let Some(t) = guard.as_mut() {
-                t.checkpoint()?;
+            // Checkpoint with the I/O outside the tree lock: readers and writers go on.
+            let job = self.tree.write().as_mut().map(Tree::checkpoint_begin).transpose()?;
+            if let Some(mut job) = job.flatten() {
+                let result = job.run();
+                if let Some(t) = self.tree.write().as_mut() {
+                    t.checkpoint_end(job);
+                }
+                result?;
             }
         }
     }
