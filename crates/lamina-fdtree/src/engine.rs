@@ -275,7 +275,9 @@ impl Inner {
             if t.background_merges && t.top_is_full() {
                 drop(guard);
                 self.control.wake();
-                self.control.wait_for_room(epoch);
+                if !self.control.wait_for_room(epoch) {
+                    return Err(Error::Closed); // the merge thread stopped: closing
+                }
                 continue;
             }
             let op = match check(t)? {
@@ -402,9 +404,8 @@ impl OrderedIndex for FdTree {
 
     fn sync(&self) -> Result<()> {
         self.inner.read(|_| Ok(()))?;
-        if self.merger.lock().is_some() && self.inner.control.busy().is_err() {
-            // A failed background merge: report it here too (it is also in the state).
-            self.inner.control.busy()?;
+        if self.merger.lock().is_some() {
+            self.inner.control.busy()?; // reports a failed background merge
         }
         match &self.inner.log {
             Some(log) => log.sync(),

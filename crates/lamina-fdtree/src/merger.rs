@@ -61,13 +61,14 @@ impl Control {
         }
     }
 
-    /// Waits until the epoch moves past `epoch` (a merge switched in or failed) or the
-    /// thread stops.
-    pub(crate) fn wait_for_room(&self, epoch: u64) {
+    /// Waits until the epoch moves past `epoch` (a merge switched in or failed); `false` if
+    /// the thread stopped instead (the tree is closing: no merge will make room).
+    pub(crate) fn wait_for_room(&self, epoch: u64) -> bool {
         let mut s = self.state.lock();
         while s.epoch == epoch && !s.stop {
             self.changed.wait(&mut s);
         }
+        !s.stop
     }
 
     /// Wakes the merge thread.

@@ -201,9 +201,18 @@ fn unsynced_tail_is_lost_but_synced_writes_survive() {
 }
 
 #[test]
-fn file_backend_persists_across_reopen() {
+fn file_backend_persists_across_reopen_xm() {
+    file_backend_persists_across_reopen(FcMode::Xm);
+}
+
+#[test]
+fn file_backend_persists_across_reopen_ds() {
+    file_backend_persists_across_reopen(FcMode::Ds);
+}
+
+fn file_backend_persists_across_reopen(mode: FcMode) {
     let dir = tempfile::tempdir().unwrap();
-    let options = tiny();
+    let options = tiny_in(mode);
     let db = FdTree::open_dir(dir.path(), &options).unwrap();
     for k in 0..120u64 {
         db.put(&k.to_be_bytes(), &k.to_le_bytes()).unwrap();
