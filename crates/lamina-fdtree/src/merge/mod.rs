@@ -17,4 +17,4 @@ mod writer;
 pub use coalesce::{Net, coalesce};
 pub use driver::Trigger;
 pub use finalize::{Relabel, plan_relabel, plan_relabel_with};
-pub use prepare::{LevelSize, choose_m, u_hat};
+pub use prepare::{LevelSize, choose_m, preemptive_skips, u_hat};
