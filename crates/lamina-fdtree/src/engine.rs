@@ -191,9 +191,21 @@ impl FdTree {
 
 impl Inner {
     fn merge_thread(&self) {
-        while let Next::Merge = self.control.next() {
-            let result = self.merge_while_due();
-            self.control.idle(result);
+        let run = std::panic::AssertUnwindSafe(|| {
+            while let Next::Merge = self.control.next() {
+                let result = self.merge_while_due();
+                self.control.idle(result);
+            }
+        });
+        if std::panic::catch_unwind(run).is_err() {
+            // A bug: the tree stays readable (L_0^new, L_0^old and the old levels form a
+            // consistent view), modifications that need a merge get an error, and
+            // checkpoints refuse to run with L_0^old unmerged (`persist.rs`).
+            self.control.poison(Error::corruption(
+                "fdtree merge thread",
+                0,
+                "the background merge thread panicked; reopen the tree",
+            ));
         }
     }
 

@@ -108,6 +108,17 @@ impl Control {
         self.changed.notify_all();
     }
 
+    /// The merge thread died (a panic, i.e. a bug): no merge will run again. Waiting writers
+    /// and `wait_for_merges` are released with an error instead of waiting forever.
+    pub(crate) fn poison(&self, error: Error) {
+        let mut s = self.state.lock();
+        s.stop = true;
+        s.busy = false;
+        s.wake = false;
+        s.error = Some(error);
+        self.changed.notify_all();
+    }
+
     /// Asks the thread to stop.
     pub(crate) fn stop(&self) {
         self.state.lock().stop = true;

@@ -159,6 +159,20 @@ impl Tree {
         Ok(())
     }
 
+    /// A checkpoint must not run between a background merge's start and its switch: the
+    /// snapshot would miss `L_0^old` (only possible if the merge thread died). The log keeps
+    /// every record after the last commit, so recovery still has them.
+    fn refuse_mid_merge(&self) -> Result<()> {
+        if self.frozen_top.is_some() {
+            return Err(Error::corruption(
+                "fdtree L_0",
+                0,
+                "checkpoint refused: a background merge was interrupted (L_0^old unmerged)",
+            ));
+        }
+        Ok(())
+    }
+
     /// Sets the sequence number of the last applied log record.
     pub fn set_applied_seq(&mut self, seq: SeqNo) {
         debug_assert!(seq > self.applied_seq, "log records apply in sequence order");
@@ -168,6 +182,7 @@ impl Tree {
     /// Writes `L_0`, commits the manifest through the superblock, then reclaims replaced
     /// files and truncates the log. A no-op for a volatile tree.
     pub fn checkpoint(&mut self) -> Result<()> {
+        self.refuse_mid_merge()?;
         let Some(mut persist) = self.persist.take() else { return Ok(()) };
         let result = self.checkpoint_with(&mut persist);
         self.persist = Some(persist);
@@ -219,6 +234,7 @@ impl Tree {
     /// so that lookups never wait for it): under the write lock, captures `L_0`, the
     /// manifest and the files to reclaim. `None` for a volatile tree.
     pub(crate) fn checkpoint_begin(&mut self) -> Result<Option<CheckpointJob>> {
+        self.refuse_mid_merge()?;
         let Some(persist) = self.persist.take() else { return Ok(None) };
         let entries = self.top.entries();
         let snapshot_id = if entries.is_empty() {
