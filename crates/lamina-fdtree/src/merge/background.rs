@@ -8,6 +8,7 @@
 //! - [`Pending::execute`] (no lock): merge-execute writes the new levels into new files,
 //!   reading `L_0^old` and the old level files, which nothing modifies during the merge (a
 //!   single merge runs at a time, and only a merge changes disk levels).
+//!   It also plans merge-finalize and reads `L_z` when `z > 0`, so the switch does no I/O.
 //! - [`Tree::finish_background_merge`] (under the write lock): merge-finalize switches the
 //!   new levels in, then `L_0^new`'s modifications are added to the new `L_0` (coalesced:
 //!   they are newer than everything merged). Lookups hold the shared lock for their whole
@@ -24,7 +25,9 @@ use lamina_core::{Error, Result};
 
 use super::Trigger;
 use super::execute::{Executed, execute_detached};
+use super::finalize::{load_level_as_top, plan_for};
 use crate::level::DiskLevel;
+use crate::options::Params;
 use crate::store::BlockStore;
 use crate::top::TopLevel;
 use crate::tree::Tree;
@@ -39,20 +42,44 @@ pub(crate) struct Pending {
     old_top: Arc<TopLevel>,
     levels: Vec<DiskLevel>,
     store: BlockStore,
-    payload_bytes: u32,
+    params: Params,
+}
+
+/// What merge-execute produced, with `L_z` already read when merge-finalize will need it.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    executed: Executed,
+    /// `(z, L_z)` read ahead.
+    preloaded_top: Option<(usize, TopLevel)>,
 }
 
 impl Pending {
-    /// Merge-execute on the snapshot; takes no lock.
-    pub(crate) fn execute(&self) -> Result<Executed> {
-        execute_detached(
+    /// Merge-execute on the snapshot; takes no lock. Also plans merge-finalize (eq. 3; the
+    /// levels it depends on change only by this merge) and, if `z > 0`, reads `L_z` here,
+    /// so that the switch under the write lock does no I/O.
+    pub(crate) fn execute(&self) -> Result<Prepared> {
+        let executed = execute_detached(
             &self.store,
-            self.payload_bytes,
+            self.params.payload_bytes,
             &self.old_top,
             &self.levels,
             self.m,
             &self.ids,
-        )
+        )?;
+        let plan = plan_for(
+            &self.params,
+            &self.levels,
+            self.m,
+            &executed.top,
+            &executed.levels,
+            executed.full,
+        );
+        // A failed read here is retried (and reported) by merge-finalize itself.
+        let preloaded_top = (plan.z > 0)
+            .then(|| load_level_as_top(&self.store, &executed.levels[plan.z - 1]).ok())
+            .flatten()
+            .map(|top| (plan.z, top));
+        Ok(Prepared { executed, preloaded_top })
     }
 }
 
@@ -102,7 +129,7 @@ impl Tree {
             old_top,
             levels: self.levels.clone(),
             store: self.store.clone(),
-            payload_bytes: self.params.payload_bytes,
+            params: self.params.clone(),
         })
     }
 
@@ -111,7 +138,7 @@ impl Tree {
     pub(crate) fn finish_background_merge(
         &mut self,
         pending: Pending,
-        executed: Result<Executed>,
+        prepared: Result<Prepared>,
     ) -> Result<()> {
         assert!(self.frozen_top.is_some(), "a merge is in progress");
         let newer = std::mem::take(&mut self.top);
@@ -119,9 +146,9 @@ impl Tree {
         let Pending { trigger, m, height_before, old_top, .. } = pending;
         self.top = Arc::try_unwrap(old_top).unwrap_or_else(|shared| (*shared).clone());
         let old_ids: Vec<u32> = self.levels.iter().map(|l| l.file_id).collect();
-        let outcome = executed.and_then(|executed| {
+        let outcome = prepared.and_then(|Prepared { executed, preloaded_top }| {
             let (full, cancellations) = (executed.full, executed.cancellations);
-            let z = self.finalize(m, executed);
+            let z = self.finalize_with(m, executed, preloaded_top);
             if let Ok(z) = &z {
                 self.record_merge(trigger, m, full, height_before, *z, cancellations);
             }
