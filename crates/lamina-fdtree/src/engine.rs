@@ -448,6 +448,10 @@ impl OrderedIndex for FdTree {
                 ("levels_skipped", m.levels_skipped),
                 ("levels_tightened", m.levels_tightened),
             ];
+            if let Some(cache) = t.cache_stats() {
+                stats.extra.push(("cache_hits", cache.hits));
+                stats.extra.push(("cache_misses", cache.misses));
+            }
         }
         stats
     }

@@ -51,6 +51,9 @@ pub struct FdTreeOptions {
     pub verify_each_merge: bool,
     /// When a write is durable (persistent trees; see `persist.rs`).
     pub durability: Durability,
+    /// Bytes of the block cache lookups read through (`lamina_storage::cache::BlockCache`;
+    /// FD+FC's 15 MB default, section 5); 0 disables it.
+    pub cache_bytes: usize,
 }
 
 impl Default for FdTreeOptions {
@@ -66,6 +69,7 @@ impl Default for FdTreeOptions {
             mode: FcMode::Xm,
             verify_each_merge: cfg!(feature = "verify"),
             durability: Durability::Sync,
+            cache_bytes: lamina_storage::cache::CacheConfig::default().capacity_bytes,
         }
     }
 }
@@ -100,6 +104,8 @@ pub struct Params {
     pub mode: FcMode,
     /// Longest encoded fence (`fence_bytes(key_bytes_max)`).
     pub fence_bytes_max: u64,
+    /// Block cache budget (0: no cache).
+    pub cache_bytes: usize,
 }
 
 impl FdTreeOptions {
@@ -185,6 +191,11 @@ impl FdTreeOptions {
             verify_each_merge: self.verify_each_merge || cfg!(feature = "verify"),
             mode: self.mode,
             fence_bytes_max: fence_max,
+            cache_bytes: if self.cache_bytes < self.block_bytes as usize {
+                0 // too small to hold one block: no cache
+            } else {
+                self.cache_bytes
+            },
         })
     }
 }

@@ -169,6 +169,11 @@ impl Tree {
         self.top.memory_bytes() + self.frozen_top.as_ref().map_or(0, |t| t.memory_bytes())
     }
 
+    /// Counters of the block cache, if there is one.
+    pub fn cache_stats(&self) -> Option<lamina_storage::cache::CacheStats> {
+        self.store.cache_stats()
+    }
+
     /// Whether a background merge is between its start and its switch (FD+DS).
     pub fn merge_in_progress(&self) -> bool {
         self.frozen_top.is_some()
