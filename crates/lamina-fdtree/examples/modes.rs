@@ -4,7 +4,9 @@
 //! live_bytes_peak`) against the final size. Memory backend, volatile, 4 KiB blocks,
 //! `gamma` 24, `L_0` 256 KiB (the paper's defaults scaled, as in `insert_lookup`).
 //!
-//! `cargo run --release -p lamina-fdtree --example modes -- 300000`
+//! `cargo run --release -p lamina-fdtree --example modes -- 300000 [cache_bytes]` (the block
+//! cache is off by default here: on the memory backend a storage read is a copy, cheaper
+//! than the cache's bookkeeping).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,7 +32,7 @@ fn summary(mut us: Vec<f64>) -> String {
     format!("n {:>7}  mean {mean:>8.1} us  p99 {p99:>8.1} us  max {max:>10.1} us", us.len())
 }
 
-fn run(mode: FcMode, n: u64) -> lamina_core::Result<()> {
+fn run(mode: FcMode, n: u64, cache_bytes: usize) -> lamina_core::Result<()> {
     let options = FdTreeOptions {
         memory_budget_bytes: 256 << 10,
         block_bytes: 4096,
@@ -39,6 +41,7 @@ fn run(mode: FcMode, n: u64) -> lamina_core::Result<()> {
         value_bytes_max: 128,
         durability: Durability::None,
         mode,
+        cache_bytes,
         ..FdTreeOptions::default()
     };
     let db = match FdTree::with_storage(Arc::new(MemoryStorage::new()), &options, false) {
@@ -103,8 +106,9 @@ fn run(mode: FcMode, n: u64) -> lamina_core::Result<()> {
 
 fn main() -> lamina_core::Result<()> {
     let n: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(300_000);
+    let cache_bytes: usize = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(0);
     for mode in [FcMode::Xm, FcMode::Ds, FcMode::Fc] {
-        run(mode, n)?;
+        run(mode, n, cache_bytes)?;
     }
     Ok(())
 }
