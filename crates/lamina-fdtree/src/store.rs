@@ -131,43 +131,52 @@ impl BlockStore {
         key: &[u8],
     ) -> Result<crate::probe::Probe> {
         let path = self.storage.path_of(file.name());
-        let payload = match &self.cache {
-            None => Block::read_payload(file, &path, self.block_bytes, file_id, index)?,
-            Some(cache) => self.cached_payload(cache, file, &path, file_id, index)?,
-        };
+        if let Some(cache) = &self.cache {
+            return self.cached_probe(cache, file, &path, file_id, index, key);
+        }
+        let payload = Block::read_payload(file, &path, self.block_bytes, file_id, index)?;
         crate::probe::probe(&payload, key, self.key_bytes_max, self.value_bytes_max).map_err(|e| {
             let header = lamina_storage::block::BLOCK_HEADER_BYTES as u64;
             e.at(&path, u64::from(index) * self.block_bytes as u64 + header)
         })
     }
 
-    /// The payload of a block through the cache: a miss reads the block and checks it (the
-    /// storage block format's checksum, type, owner and position) before it is cached, so
-    /// a corrupt block is reported and never cached; a hit decodes the cached copy again.
-    fn cached_payload(
+    /// Probes a block through the cache. A miss reads the block, checks it (the storage
+    /// block format's checksum, type, owner and position; a corrupt block is reported and
+    /// never cached) and caches its payload, length-prefixed; a hit probes the cached
+    /// payload in place (no checksum, no copy: it was checked when loaded).
+    fn cached_probe(
         &self,
         cache: &BlockCache,
         file: &dyn StorageFile,
         path: &std::path::Path,
         file_id: u32,
         index: u32,
-    ) -> Result<Vec<u8>> {
+        key: &[u8],
+    ) -> Result<crate::probe::Probe> {
         let offset = u64::from(index) * self.block_bytes as u64;
-        let check = |buf: &[u8]| -> Result<lamina_storage::block::Block> {
+        let key_of = BlockKey::new(u64::from(file_id), u64::from(index));
+        let pinned = cache.pin(key_of, Access::Point, |frame| {
+            let mut raw = vec![0u8; self.block_bytes];
+            file.read_exact_at(offset, &mut raw)?;
             let block =
-                lamina_storage::block::Block::decode(buf).map_err(|e| e.at(path, offset))?;
+                lamina_storage::block::Block::decode(&raw).map_err(|e| e.at(path, offset))?;
             block
                 .expect(crate::block::LEVEL_BLOCK_TYPE, u64::from(file_id), u64::from(index))
                 .map_err(|reason| Error::corruption(path, offset, reason))?;
-            Ok(block)
-        };
-        let key = BlockKey::new(u64::from(file_id), u64::from(index));
-        let pinned = cache.pin(key, Access::Point, |buf| {
-            file.read_exact_at(offset, buf)?;
-            check(buf).map(drop)
+            let len = block.payload.len();
+            assert!(len + 4 <= frame.len(), "a block's payload fits its frame");
+            frame[..4].copy_from_slice(&(len as u32).to_le_bytes());
+            frame[4..4 + len].copy_from_slice(&block.payload);
+            Ok(())
         })?;
         let guard = pinned.read();
-        Ok(check(&guard)?.payload)
+        let len = u32::from_le_bytes(guard[..4].try_into().expect("4 bytes")) as usize;
+        let payload = &guard[4..4 + len];
+        crate::probe::probe(payload, key, self.key_bytes_max, self.value_bytes_max).map_err(|e| {
+            let header = lamina_storage::block::BLOCK_HEADER_BYTES as u64;
+            e.at(path, offset + header)
+        })
     }
 
     /// Block cache counters (hits, misses), if there is a cache.
