@@ -1,7 +1,11 @@
-//! [`FdTree`]: the FD+tree as a `lamina_core::OrderedIndex`, with the FD+XM concurrency
-//! scheme of section 3: one readers-writer lock over the whole tree. Lookups and scans take
-//! it shared; a modification takes it exclusively, and a merge it triggers runs before the
-//! lock is released.
+//! [`FdTree`]: the FD+tree as a `lamina_core::OrderedIndex`, with the concurrency schemes of
+//! section 3. One readers-writer lock covers the tree: lookups and scans take it shared for
+//! their whole descent, a modification exclusively.
+//!
+//! - FD+XM: a merge a modification triggers runs before the lock is released.
+//! - FD+DS: merges run in a background thread (`merger.rs`, `merge/background.rs`) and hold
+//!   the exclusive lock only to start (freeze `L_0`) and to switch the new levels in; lookups
+//!   and modifications proceed while the merge builds the new levels on the side.
 //!
 //! Persistent trees log every modification under the write lock (log order = apply order),
 //! then, under `Durability::Sync`, wait for the log sync after releasing the lock, so
@@ -10,6 +14,7 @@
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use lamina_core::limits::check_scan_limit;
@@ -19,9 +24,10 @@ use lamina_core::{
 };
 use lamina_storage::log::{Log, LogOp, LogOptions, Retention};
 use lamina_storage::{FileOptions, FileStorage, MemoryStorage, Storage};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
-use crate::options::FdTreeOptions;
+use crate::merger::{Control, Next};
+use crate::options::{FcMode, FdTreeOptions};
 use crate::persist::LOG_FILE_PREFIX;
 use crate::store::BlockStore;
 use crate::tree::Tree;
@@ -31,15 +37,30 @@ const LOG_SEGMENT_BYTES: u64 = 8 << 20;
 /// How long a `Sync` write's record may wait in the log buffer for others to join it.
 const LOG_LINGER: Duration = Duration::from_millis(2);
 
-/// The `fdtree` engine (FD+XM).
+/// The `fdtree` engine (FD+XM or FD+DS, see [`FcMode`]).
 #[derive(Debug)]
 pub struct FdTree {
+    inner: Arc<Inner>,
+    /// The merge thread (FD+DS), joined by `close` or drop.
+    merger: Mutex<Option<JoinHandle<()>>>,
+    mode: FcMode,
+}
+
+#[derive(Debug)]
+struct Inner {
     /// `None` once closed.
     tree: RwLock<Option<Tree>>,
     storage: Arc<dyn Storage>,
     log: Option<Arc<Log>>,
     durability: Durability,
     user_bytes_written: AtomicU64,
+    control: Control,
+}
+
+impl Drop for FdTree {
+    fn drop(&mut self) {
+        self.stop_merger();
+    }
 }
 
 impl FdTree {
@@ -70,13 +91,7 @@ impl FdTree {
         let params = options.params()?;
         let store = BlockStore::new(storage.clone(), &params);
         if !persistent {
-            return Ok(FdTree {
-                tree: RwLock::new(Some(Tree::new(params, store))),
-                storage,
-                log: None,
-                durability: Durability::None,
-                user_bytes_written: AtomicU64::new(0),
-            });
+            return Ok(Self::start(Tree::new(params, store), storage, None, Durability::None));
         }
         let mut tree = Tree::recover(params, store)?;
         let log_options = LogOptions {
@@ -92,31 +107,163 @@ impl FdTree {
         let mut records = Vec::new();
         let log = Arc::new(Log::open(storage.clone(), log_options, |r| records.push(r))?);
         tree.attach_log(log.clone(), records)?;
-        Ok(FdTree {
-            tree: RwLock::new(Some(tree)),
-            storage,
-            log: Some(log),
-            durability: options.durability,
-            user_bytes_written: AtomicU64::new(0),
-        })
+        Ok(Self::start(tree, storage, Some(log), options.durability))
     }
 
+    /// Wraps a recovered tree; starts the merge thread of FD+DS.
+    fn start(
+        mut tree: Tree,
+        storage: Arc<dyn Storage>,
+        log: Option<Arc<Log>>,
+        durability: Durability,
+    ) -> FdTree {
+        let mode = tree.params.mode;
+        tree.background_merges = mode == FcMode::Ds;
+        let inner = Arc::new(Inner {
+            tree: RwLock::new(Some(tree)),
+            storage,
+            log,
+            durability,
+            user_bytes_written: AtomicU64::new(0),
+            control: Control::default(),
+        });
+        let merger = (mode == FcMode::Ds).then(|| {
+            let inner = inner.clone();
+            std::thread::Builder::new()
+                .name("fdtree-merge".into())
+                .spawn(move || inner.merge_thread())
+                .expect("spawning the fdtree merge thread")
+        });
+        // Recovery may have left a merge due (replay merges synchronously only above kappa_0).
+        if merger.is_some() {
+            inner.control.wake();
+        }
+        FdTree { inner, merger: Mutex::new(merger), mode }
+    }
+
+    /// The concurrency scheme.
+    pub fn mode(&self) -> FcMode {
+        self.mode
+    }
+
+    /// Waits until no background merge is running or due (FD+DS; immediate for FD+XM), and
+    /// returns the error of a failed background merge if one is pending.
+    pub fn wait_for_merges(&self) -> Result<()> {
+        if self.merger.lock().is_none() {
+            return Ok(());
+        }
+        loop {
+            self.inner.control.wait_idle();
+            if self.inner.control.busy()? {
+                continue;
+            }
+            let due = self
+                .inner
+                .read(|t| Ok(t.background_merge_due().is_some() || t.merge_in_progress()))?;
+            if !due {
+                return Ok(());
+            }
+            self.inner.control.wake();
+        }
+    }
+
+    /// Test hook (FD+DS): hold the merge thread after merge-execute, before the switch, so a
+    /// test can observe lookups and writes during a merge; `false` releases it.
+    #[doc(hidden)]
+    pub fn hold_merges(&self, hold: bool) {
+        self.inner.control.set_hold(hold);
+    }
+
+    /// Test hook: waits until the merge thread is held (see [`FdTree::hold_merges`]).
+    #[doc(hidden)]
+    pub fn wait_merge_held(&self) {
+        self.inner.control.wait_held();
+    }
+
+    fn stop_merger(&self) {
+        if let Some(handle) = self.merger.lock().take() {
+            self.inner.control.stop();
+            // A panic of the merge thread already reported itself; nothing more to do here.
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Inner {
+    fn merge_thread(&self) {
+        let run = std::panic::AssertUnwindSafe(|| {
+            while let Next::Merge = self.control.next() {
+                let result = self.merge_while_due();
+                self.control.idle(result);
+            }
+        });
+        if std::panic::catch_unwind(run).is_err() {
+            // A bug: the tree stays readable (L_0^new, L_0^old and the old levels form a
+            // consistent view), modifications that need a merge get an error, and
+            // checkpoints refuse to run with L_0^old unmerged (`persist.rs`).
+            self.control.poison(Error::corruption(
+                "fdtree merge thread",
+                0,
+                "the background merge thread panicked; reopen the tree",
+            ));
+        }
+    }
+
+    /// Runs background merges while one is due (see `merge/background.rs`).
+    fn merge_while_due(&self) -> Result<()> {
+        loop {
+            let pending = {
+                let mut guard = self.tree.write();
+                let Some(t) = guard.as_mut() else { return Ok(()) };
+                let Some(trigger) = t.background_merge_due() else { return Ok(()) };
+                t.begin_background_merge(trigger)?
+            };
+            // No lock: lookups go through L_0^new, L_0^old and the old levels; writers fill
+            // L_0^new.
+            let executed = pending.execute();
+            self.control.hold_point();
+            let finished = {
+                let mut guard = self.tree.write();
+                let t = guard.as_mut().expect("the tree is closed only after the merge thread");
+                t.finish_background_merge(pending, executed)
+            };
+            self.control.switched();
+            finished?;
+            self.read(Tree::verify_if_configured)?;
+            // Checkpoint with the I/O outside the tree lock: readers and writers go on.
+            let job = self.tree.write().as_mut().map(Tree::checkpoint_begin).transpose()?;
+            if let Some(mut job) = job.flatten() {
+                let result = job.run();
+                if let Some(t) = self.tree.write().as_mut() {
+                    t.checkpoint_end(job);
+                }
+                result?;
+            }
+        }
+    }
+}
+
+impl FdTree {
     /// The storage below the tree (for I/O counters in tests and benchmarks).
     pub fn storage(&self) -> &Arc<dyn Storage> {
-        &self.storage
+        &self.inner.storage
     }
 
     /// Runs `f` on the tree under the shared lock (inspection, tests).
     pub fn with_tree<R>(&self, f: impl FnOnce(&Tree) -> R) -> Result<R> {
-        let guard = self.tree.read();
+        let guard = self.inner.tree.read();
         guard.as_ref().map(f).ok_or(Error::Closed)
     }
 
-    /// Checks every invariant of the tree (see `Tree::verify`).
+    /// Checks every invariant of the tree (see `Tree::verify`), after waiting for
+    /// background merges.
     pub fn verify(&self) -> Result<()> {
+        self.wait_for_merges()?;
         self.with_tree(Tree::verify)?
     }
+}
 
+impl Inner {
     fn read<R>(&self, f: impl FnOnce(&Tree) -> Result<R>) -> Result<R> {
         let guard = self.tree.read();
         f(guard.as_ref().ok_or(Error::Closed)?)
@@ -124,14 +271,27 @@ impl FdTree {
 
     /// Under the write lock: `check` (refusals change nothing), then, if it returns an
     /// operation, log it and `apply` it. Then waits for durability as configured.
+    ///
+    /// With background merges (FD+DS) the modification first waits while `L_0^old` and
+    /// `L_0^new` fill `L_0` (until the running merge switches in), and afterwards wakes the
+    /// merge thread if a merge is due.
     fn modify<'op, R>(
         &self,
         check: impl FnOnce(&Tree) -> Result<Result<LogOp<'op>, R>>,
         apply: impl FnOnce(&mut Tree) -> Result<R>,
     ) -> Result<R> {
-        let result = {
+        let result = loop {
+            let epoch = self.control.epoch()?;
             let mut guard = self.tree.write();
             let t = guard.as_mut().ok_or(Error::Closed)?;
+            if t.background_merges && t.top_is_full() {
+                drop(guard);
+                self.control.wake();
+                if !self.control.wait_for_room(epoch) {
+                    return Err(Error::Closed); // the merge thread stopped: closing
+                }
+                continue;
+            }
             let op = match check(t)? {
                 Ok(op) => op,
                 Err(done) => return Ok(done),
@@ -140,7 +300,13 @@ impl FdTree {
                 let seq = log.append(op)?;
                 t.set_applied_seq(seq);
             }
-            apply(t)?
+            let result = apply(t)?;
+            let due = t.background_merges && t.background_merge_due().is_some();
+            drop(guard);
+            if due {
+                self.control.wake();
+            }
+            break result;
         };
         if self.durability == Durability::Sync
             && let Some(log) = &self.log
@@ -153,23 +319,25 @@ impl FdTree {
 
 impl OrderedIndex for FdTree {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.read(|t| {
+        self.inner.read(|t| {
             t.check_key(key)?;
             t.get(key)
         })
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.modify(
+        self.inner.modify(
             |t| t.check_put(key, value).map(|()| Ok(LogOp::Put { key, value })),
             |t| t.put(key, value),
         )?;
-        self.user_bytes_written.fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed);
+        self.inner
+            .user_bytes_written
+            .fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed);
         Ok(())
     }
 
     fn delete(&self, key: &[u8]) -> Result<bool> {
-        self.modify(
+        self.inner.modify(
             |t| {
                 t.check_key(key)?;
                 // A delete of an absent key changes nothing and is not logged.
@@ -185,7 +353,7 @@ impl OrderedIndex for FdTree {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<CasOutcome> {
-        self.modify(
+        self.inner.modify(
             |t| {
                 match new {
                     Some(v) => t.check_put(key, v)?,
@@ -215,12 +383,12 @@ impl OrderedIndex for FdTree {
 
     fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
         check_scan_limit(limit)?;
-        self.read(|t| t.scan(range, limit))
+        self.inner.read(|t| t.scan(range, limit))
     }
 
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
         batch.validate()?;
-        self.modify(
+        self.inner.modify(
             |t| {
                 for op in batch.ops() {
                     match op {
@@ -242,13 +410,16 @@ impl OrderedIndex for FdTree {
                 t.run_triggered_merges()
             },
         )?;
-        self.user_bytes_written.fetch_add(batch.payload_bytes() as u64, Ordering::Relaxed);
+        self.inner.user_bytes_written.fetch_add(batch.payload_bytes() as u64, Ordering::Relaxed);
         Ok(())
     }
 
     fn sync(&self) -> Result<()> {
-        self.read(|_| Ok(()))?;
-        match &self.log {
+        self.inner.read(|_| Ok(()))?;
+        if self.merger.lock().is_some() {
+            self.inner.control.busy()?; // reports a failed background merge
+        }
+        match &self.inner.log {
             Some(log) => log.sync(),
             None => Ok(()),
         }
@@ -256,14 +427,15 @@ impl OrderedIndex for FdTree {
 
     fn stats(&self) -> Stats {
         let mut stats = Stats::new("fdtree");
-        stats.user_bytes_written = self.user_bytes_written.load(Ordering::Relaxed);
-        stats.io = self.storage.io_stats();
-        if let Some(t) = self.tree.read().as_ref() {
+        stats.user_bytes_written = self.inner.user_bytes_written.load(Ordering::Relaxed);
+        stats.io = self.inner.storage.io_stats();
+        if let Some(t) = self.inner.tree.read().as_ref() {
             let c = t.counters();
             let m = t.merge_counts();
             stats.keys = Some(c.live_keys());
             stats.memory_bytes = t.memory_bytes();
             stats.extra = vec![
+                ("mode_fc_xm0_ds1", u64::from(self.mode == FcMode::Ds)),
                 ("height", t.height() as u64),
                 ("materialized_levels", t.materialized_labels().len() as u64),
                 ("n_insert_entries", c.inserts),
@@ -276,15 +448,21 @@ impl OrderedIndex for FdTree {
                 ("levels_skipped", m.levels_skipped),
                 ("levels_tightened", m.levels_tightened),
             ];
+            if let Some(cache) = t.cache_stats() {
+                stats.extra.push(("cache_hits", cache.hits));
+                stats.extra.push(("cache_misses", cache.misses));
+            }
         }
         stats
     }
 
     fn close(&self) -> Result<()> {
-        let mut guard = self.tree.write();
+        // FD+DS: the merge thread finishes the merge it is running and exits.
+        self.stop_merger();
+        let mut guard = self.inner.tree.write();
         if let Some(tree) = guard.as_mut() {
             tree.checkpoint()?;
-            if let Some(log) = &self.log {
+            if let Some(log) = &self.inner.log {
                 log.close()?;
             }
             *guard = None;

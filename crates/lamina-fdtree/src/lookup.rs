@@ -15,7 +15,15 @@ impl Tree {
         if let Some(slot) = self.top.slot(key) {
             return Ok(slot.insert.clone());
         }
-        let Some((_, mut ptr)) = self.top.fence_at_or_before(key) else {
+        // FD+DS during a merge: L_0^new (above) is searched without following fences, then
+        // L_0^old and through it the old levels (section 3).
+        let fence_top = self.fence_top();
+        if let Some(old) = &self.frozen_top
+            && let Some(slot) = old.slot(key)
+        {
+            return Ok(slot.insert.clone());
+        }
+        let Some((_, mut ptr)) = fence_top.fence_at_or_before(key) else {
             if let Some(first) = self.levels.first() {
                 return Err(self.store.corruption(&*first.file, 0, "L_0 has no -infinity fence"));
             }

@@ -24,7 +24,9 @@ pub enum FcMode {
     /// FD+XM: one readers-writer lock over the whole tree, held by a merge (section 3).
     #[default]
     Xm,
-    /// FD+DS: merges build new levels on the side (section 3). Not implemented yet.
+    /// FD+DS: merges run in a background thread and build new levels on the side while
+    /// lookups use the old levels; modifications during a merge go to a second `L_0`
+    /// (section 3).
     Ds,
     /// FD+FC: wavefront merge with full concurrency (section 4). Not implemented yet.
     Fc,
@@ -43,12 +45,15 @@ pub struct FdTreeOptions {
     pub key_bytes_max: usize,
     /// Longest value accepted (at most the API limit). Lower it to allow smaller blocks.
     pub value_bytes_max: usize,
-    /// Concurrency scheme. Only [`FcMode::Xm`] is implemented so far.
+    /// Concurrency scheme: [`FcMode::Xm`] or [`FcMode::Ds`] (FD+FC is not implemented yet).
     pub mode: FcMode,
     /// Run [`crate::FdTree::verify`] after every merge (always on with feature `verify`).
     pub verify_each_merge: bool,
     /// When a write is durable (persistent trees; see `persist.rs`).
     pub durability: Durability,
+    /// Bytes of the block cache lookups read through (`lamina_storage::cache::BlockCache`;
+    /// FD+FC's 15 MB default, section 5); 0 disables it.
+    pub cache_bytes: usize,
 }
 
 impl Default for FdTreeOptions {
@@ -64,6 +69,7 @@ impl Default for FdTreeOptions {
             mode: FcMode::Xm,
             verify_each_merge: cfg!(feature = "verify"),
             durability: Durability::Sync,
+            cache_bytes: lamina_storage::cache::CacheConfig::default().capacity_bytes,
         }
     }
 }
@@ -94,15 +100,21 @@ pub struct Params {
     pub value_bytes_max: usize,
     /// Whether to verify after every merge.
     pub verify_each_merge: bool,
+    /// Concurrency scheme.
+    pub mode: FcMode,
+    /// Longest encoded fence (`fence_bytes(key_bytes_max)`).
+    pub fence_bytes_max: u64,
+    /// Block cache budget (0: no cache).
+    pub cache_bytes: usize,
 }
 
 impl FdTreeOptions {
     /// Checks the options and derives the sizing parameters.
     pub fn params(&self) -> Result<Params> {
         self.durability.validate()?;
-        if self.mode != FcMode::Xm {
+        if self.mode == FcMode::Fc {
             return Err(Error::Unsupported {
-                what: format!("fdtree mode {:?} (only Xm is implemented so far)", self.mode),
+                what: "fdtree mode Fc (only Xm and Ds are implemented so far)".into(),
             });
         }
         if !self.block_bytes.is_power_of_two()
@@ -177,6 +189,13 @@ impl FdTreeOptions {
             key_bytes_max: self.key_bytes_max,
             value_bytes_max: self.value_bytes_max,
             verify_each_merge: self.verify_each_merge || cfg!(feature = "verify"),
+            mode: self.mode,
+            fence_bytes_max: fence_max,
+            cache_bytes: if self.cache_bytes < self.block_bytes as usize {
+                0 // too small to hold one block: no cache
+            } else {
+                self.cache_bytes
+            },
         })
     }
 }
@@ -189,6 +208,25 @@ impl Params {
             k = k.saturating_mul(self.size_ratio);
         }
         k
+    }
+
+    /// The bytes of `L_0` that `kappa_0` allows: `kappa_0 * cap_eff`.
+    pub fn top_capacity_bytes(&self) -> u64 {
+        self.kappa0_blocks.saturating_mul(self.cap_eff_bytes)
+    }
+
+    /// Bytes of `L_0` reserved for the fences a background merge produces (section 4.2:
+    /// "we always reserve `kappa_1` slots for `L_0^new`"): `kappa_1` fences of the longest
+    /// key, at most half of `L_0` (the option checks make `kappa_1` fences fit half).
+    pub fn fence_reserve_bytes(&self) -> u64 {
+        self.kappa(1).saturating_mul(self.fence_bytes_max).min(self.top_capacity_bytes() / 2)
+    }
+
+    /// When a background merge (FD+DS) starts: `L_0` is close to, but below, its capacity,
+    /// leaving the fence reserve for the modifications and fences of the merge (section
+    /// 4.2). FD+XM merges when `B(L_0) > kappa_0` (section 2.2).
+    pub fn top_trigger_bytes(&self) -> u64 {
+        self.top_capacity_bytes() - self.fence_reserve_bytes()
     }
 
     /// Bytes converted to blocks: `ceil(bytes / cap_eff)`.
@@ -218,6 +256,9 @@ mod tests {
         assert!(o.params().unwrap_err().is_invalid_argument());
         let o = FdTreeOptions { mode: FcMode::Fc, ..FdTreeOptions::default() };
         assert!(matches!(o.params(), Err(Error::Unsupported { .. })));
+        let o = FdTreeOptions { mode: FcMode::Ds, ..FdTreeOptions::default() };
+        let p = o.params().unwrap();
+        assert!(p.top_trigger_bytes() >= p.top_capacity_bytes() / 2);
     }
 
     #[test]

@@ -159,6 +159,20 @@ impl Tree {
         Ok(())
     }
 
+    /// A checkpoint must not run between a background merge's start and its switch: the
+    /// snapshot would miss `L_0^old` (only possible if the merge thread died). The log keeps
+    /// every record after the last commit, so recovery still has them.
+    fn refuse_mid_merge(&self) -> Result<()> {
+        if self.frozen_top.is_some() {
+            return Err(Error::corruption(
+                "fdtree L_0",
+                0,
+                "checkpoint refused: a background merge was interrupted (L_0^old unmerged)",
+            ));
+        }
+        Ok(())
+    }
+
     /// Sets the sequence number of the last applied log record.
     pub fn set_applied_seq(&mut self, seq: SeqNo) {
         debug_assert!(seq > self.applied_seq, "log records apply in sequence order");
@@ -168,6 +182,7 @@ impl Tree {
     /// Writes `L_0`, commits the manifest through the superblock, then reclaims replaced
     /// files and truncates the log. A no-op for a volatile tree.
     pub fn checkpoint(&mut self) -> Result<()> {
+        self.refuse_mid_merge()?;
         let Some(mut persist) = self.persist.take() else { return Ok(()) };
         let result = self.checkpoint_with(&mut persist);
         self.persist = Some(persist);
@@ -211,29 +226,47 @@ impl Tree {
     /// Writes `entries` (all of `L_0`) into a new snapshot file; returns its id and blocks.
     fn write_snapshot(&mut self, entries: &[Entry]) -> Result<(u32, u32)> {
         let id = self.alloc_file_id()?;
-        let file = self.store.create_snapshot(id)?;
-        let capacity = self.params.block_bytes as usize - BLOCK_HEADER_BYTES;
-        let mut blocks = 0u32;
-        let mut block = Block::default();
-        let mut used = 0;
-        let write = |block: &Block, index: u32| -> Result<()> {
-            block.write(&*file, self.params.block_bytes as usize, id, index)
-        };
-        for e in entries {
-            let n = e.encoded_len();
-            if used + n > capacity {
-                write(&block, blocks)?;
-                blocks += 1;
-                block.entries.clear();
-                used = 0;
-            }
-            used += n;
-            block.entries.push(e.clone());
-        }
-        write(&block, blocks)?;
-        blocks += 1;
-        file.sync_data()?;
+        let blocks = write_snapshot_file(&self.store, self.params.block_bytes, id, entries)?;
         Ok((id, blocks))
+    }
+
+    /// First half of a checkpoint taken without holding the tree lock for its I/O (FD+DS,
+    /// so that lookups never wait for it): under the write lock, captures `L_0`, the
+    /// manifest and the files to reclaim. `None` for a volatile tree.
+    pub(crate) fn checkpoint_begin(&mut self) -> Result<Option<CheckpointJob>> {
+        self.refuse_mid_merge()?;
+        let Some(persist) = self.persist.take() else { return Ok(None) };
+        let entries = self.top.entries();
+        let snapshot_id = if entries.is_empty() {
+            0
+        } else {
+            match self.alloc_file_id() {
+                Ok(id) => id,
+                Err(e) => {
+                    self.persist = Some(persist);
+                    return Err(e);
+                }
+            }
+        };
+        Ok(Some(CheckpointJob {
+            manifest: self.manifest(snapshot_id, 0),
+            persist,
+            entries,
+            obsolete: std::mem::take(&mut self.obsolete_files),
+            store: self.store.clone(),
+            block_bytes: self.params.block_bytes,
+            committed: false,
+        }))
+    }
+
+    /// Last half of a checkpoint (under the write lock): gives the durable side back; if
+    /// the commit did not happen, the replaced files are still needed by the committed
+    /// state and stay listed for the next checkpoint.
+    pub(crate) fn checkpoint_end(&mut self, job: CheckpointJob) {
+        if !job.committed {
+            self.obsolete_files.extend(job.obsolete);
+        }
+        self.persist = Some(job.persist);
     }
 
     /// The manifest of the current state with the given `L_0` snapshot.
@@ -293,6 +326,87 @@ impl Tree {
             {
                 storage.remove(&name)?;
             }
+        }
+        Ok(())
+    }
+}
+
+/// Writes `entries` into the new snapshot file `id`; returns its blocks.
+fn write_snapshot_file(
+    store: &BlockStore,
+    block_bytes: u32,
+    id: u32,
+    entries: &[Entry],
+) -> Result<u32> {
+    let file = store.create_snapshot(id)?;
+    let capacity = block_bytes as usize - BLOCK_HEADER_BYTES;
+    let mut blocks = 0u32;
+    let mut block = Block::default();
+    let mut used = 0;
+    let write = |block: &Block, index: u32| -> Result<()> {
+        block.write(&*file, block_bytes as usize, id, index)
+    };
+    for e in entries {
+        let n = e.encoded_len();
+        if used + n > capacity {
+            write(&block, blocks)?;
+            blocks += 1;
+            block.entries.clear();
+            used = 0;
+        }
+        used += n;
+        block.entries.push(e.clone());
+    }
+    write(&block, blocks)?;
+    blocks += 1;
+    file.sync_data()?;
+    Ok(blocks)
+}
+
+/// A checkpoint captured by `Tree::checkpoint_begin`, written by [`CheckpointJob::run`]
+/// with no lock held, and handed back by `Tree::checkpoint_end`.
+#[derive(Debug)]
+pub(crate) struct CheckpointJob {
+    persist: Persist,
+    entries: Vec<Entry>,
+    manifest: Manifest,
+    obsolete: Vec<u32>,
+    store: BlockStore,
+    block_bytes: u32,
+    committed: bool,
+}
+
+impl CheckpointJob {
+    /// The same steps and order as `Tree::checkpoint`: sync the log, write the snapshot,
+    /// sync the directory, commit, then reclaim and truncate the log.
+    pub(crate) fn run(&mut self) -> Result<()> {
+        if let Some(log) = &self.persist.log {
+            log.sync()?;
+        }
+        let id = self.manifest.top_file;
+        if id != 0 {
+            self.manifest.top_blocks =
+                write_snapshot_file(&self.store, self.block_bytes, id, &self.entries)?;
+        }
+        let committed = self
+            .store
+            .storage()
+            .sync_dir()
+            .and_then(|()| self.persist.superblock.commit(&self.manifest.encode()));
+        if let Err(e) = committed {
+            if id != 0 {
+                let _ = self.store.remove(id); // never committed; the error is what matters
+            }
+            return Err(e);
+        }
+        self.committed = true;
+        let new_top = (id != 0).then_some((id, self.manifest.top_blocks));
+        let old_top = std::mem::replace(&mut self.persist.top_file, new_top);
+        for file in std::mem::take(&mut self.obsolete).into_iter().chain(old_top.map(|t| t.0)) {
+            self.store.remove(file)?;
+        }
+        if let Some(log) = &self.persist.log {
+            log.truncate(self.manifest.applied_seq)?;
         }
         Ok(())
     }

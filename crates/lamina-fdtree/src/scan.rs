@@ -25,9 +25,20 @@ impl Tree {
             Bound::Unbounded => b"",
         };
         let mut cursors = self.cursors_at(start)?;
-        let mut top = self.top.data_from(Bound::Included(start)).peekable();
+        // L_0, or L_0^new then L_0^old during an FD+DS merge (newest first).
+        let mut tops: Vec<_> = std::iter::once(&self.top)
+            .chain(self.frozen_top.as_deref())
+            .map(|t| t.data_from(Bound::Included(start)).peekable())
+            .collect();
         loop {
-            let mut key: Option<Vec<u8>> = top.peek().map(|(k, _)| (*k).clone());
+            let mut key: Option<Vec<u8>> = None;
+            for top in &mut tops {
+                if let Some((k, _)) = top.peek()
+                    && key.as_deref().is_none_or(|m| k.as_slice() < m)
+                {
+                    key = Some((*k).clone());
+                }
+            }
             for c in &mut cursors {
                 if let Some(e) = next_data(c)?
                     && key.as_deref().is_none_or(|k| e.key() < k)
@@ -41,9 +52,13 @@ impl Tree {
             }
             // The topmost level with data for the key decides.
             let mut decided: Option<Option<Vec<u8>>> = None;
-            if top.peek().is_some_and(|(k, _)| **k == key) {
-                let (_, DataSlot { insert, .. }) = top.next().expect("peeked");
-                decided = Some(insert.clone());
+            for top in &mut tops {
+                if top.peek().is_some_and(|(k, _)| **k == key) {
+                    let (_, DataSlot { insert, .. }) = top.next().expect("peeked");
+                    if decided.is_none() {
+                        decided = Some(insert.clone());
+                    }
+                }
             }
             for c in &mut cursors {
                 let (mut any, mut insert) = (false, None);
@@ -72,7 +87,7 @@ impl Tree {
     /// Cursors for every disk level, each at the block a lookup of `key` would visit.
     fn cursors_at(&self, key: &[u8]) -> Result<Vec<LevelCursor<'_>>> {
         let mut cursors = Vec::with_capacity(self.levels.len());
-        let mut ptr = self.top.fence_at_or_before(key).map(|(_, p)| p);
+        let mut ptr = self.fence_top().fence_at_or_before(key).map(|(_, p)| p);
         let last = self.levels.len().saturating_sub(1);
         for (i, level) in self.levels.iter().enumerate() {
             let p = ptr.ok_or_else(|| {

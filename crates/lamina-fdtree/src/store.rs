@@ -8,7 +8,9 @@
 
 use std::sync::Arc;
 
+use lamina_core::codec::Decode;
 use lamina_core::{Error, Result};
+use lamina_storage::cache::{Access, BlockCache, BlockKey, CacheConfig};
 use lamina_storage::{OpenMode, Storage, StorageFile};
 
 use crate::block::Block;
@@ -39,6 +41,10 @@ pub fn parse_file_name(name: &str) -> Option<u32> {
 #[derive(Debug, Clone)]
 pub struct BlockStore {
     storage: Arc<dyn Storage>,
+    /// Block cache for lookups (Algorithm 2 probes). Level files are written once by a
+    /// merge and never modified, and file ids are never reused, so a cached block is valid
+    /// for as long as it is reachable; blocks of removed files age out.
+    cache: Option<Arc<BlockCache>>,
     block_bytes: usize,
     key_bytes_max: usize,
     value_bytes_max: usize,
@@ -47,8 +53,17 @@ pub struct BlockStore {
 impl BlockStore {
     /// A block store over `storage`.
     pub fn new(storage: Arc<dyn Storage>, params: &Params) -> Self {
+        let cache = (params.cache_bytes > 0).then(|| {
+            let config = CacheConfig {
+                capacity_bytes: params.cache_bytes,
+                block_bytes: params.block_bytes as usize,
+                pinned_overflow_bytes_max: params.cache_bytes / 8,
+            };
+            Arc::new(BlockCache::new(config).expect("options checked: the cache holds a block"))
+        });
         BlockStore {
             storage,
+            cache,
             block_bytes: params.block_bytes as usize,
             key_bytes_max: params.key_bytes_max,
             value_bytes_max: params.value_bytes_max,
@@ -116,11 +131,57 @@ impl BlockStore {
         key: &[u8],
     ) -> Result<crate::probe::Probe> {
         let path = self.storage.path_of(file.name());
+        if let Some(cache) = &self.cache {
+            return self.cached_probe(cache, file, &path, file_id, index, key);
+        }
         let payload = Block::read_payload(file, &path, self.block_bytes, file_id, index)?;
         crate::probe::probe(&payload, key, self.key_bytes_max, self.value_bytes_max).map_err(|e| {
             let header = lamina_storage::block::BLOCK_HEADER_BYTES as u64;
             e.at(&path, u64::from(index) * self.block_bytes as u64 + header)
         })
+    }
+
+    /// Probes a block through the cache. A miss reads the block, checks it (the storage
+    /// block format's checksum, type, owner and position; a corrupt block is reported and
+    /// never cached) and caches its payload, length-prefixed; a hit probes the cached
+    /// payload in place (no checksum, no copy: it was checked when loaded).
+    fn cached_probe(
+        &self,
+        cache: &BlockCache,
+        file: &dyn StorageFile,
+        path: &std::path::Path,
+        file_id: u32,
+        index: u32,
+        key: &[u8],
+    ) -> Result<crate::probe::Probe> {
+        let offset = u64::from(index) * self.block_bytes as u64;
+        let key_of = BlockKey::new(u64::from(file_id), u64::from(index));
+        let pinned = cache.pin(key_of, Access::Point, |frame| {
+            let mut raw = vec![0u8; self.block_bytes];
+            file.read_exact_at(offset, &mut raw)?;
+            let block =
+                lamina_storage::block::Block::decode(&raw).map_err(|e| e.at(path, offset))?;
+            block
+                .expect(crate::block::LEVEL_BLOCK_TYPE, u64::from(file_id), u64::from(index))
+                .map_err(|reason| Error::corruption(path, offset, reason))?;
+            let len = block.payload.len();
+            assert!(len + 4 <= frame.len(), "a block's payload fits its frame");
+            frame[..4].copy_from_slice(&(len as u32).to_le_bytes());
+            frame[4..4 + len].copy_from_slice(&block.payload);
+            Ok(())
+        })?;
+        let guard = pinned.read();
+        let len = u32::from_le_bytes(guard[..4].try_into().expect("4 bytes")) as usize;
+        let payload = &guard[4..4 + len];
+        crate::probe::probe(payload, key, self.key_bytes_max, self.value_bytes_max).map_err(|e| {
+            let header = lamina_storage::block::BLOCK_HEADER_BYTES as u64;
+            e.at(path, offset + header)
+        })
+    }
+
+    /// Block cache counters (hits, misses), if there is a cache.
+    pub fn cache_stats(&self) -> Option<lamina_storage::cache::CacheStats> {
+        self.cache.as_ref().map(|c| c.stats())
     }
 
     /// Makes a level file durable.

@@ -165,6 +165,40 @@ impl TopLevel {
         out
     }
 
+    /// Adds the entries of `newer`, a top level whose modifications came after this one's
+    /// (FD+DS: `L_0^new` joining the `L_0` a merge switched in, or `L_0^old` after a failed
+    /// merge). A key present in both is coalesced like a merge (section 2.3): a newer delete
+    /// cancels an older insert. Returns the cancellations and their bytes for the counters;
+    /// an impossible sequence (corrupt state) is an error and leaves `self` partly updated.
+    pub fn absorb_newer(&mut self, newer: TopLevel) -> Result<(u64, u64), String> {
+        let (mut cancellations, mut cancelled_bytes) = (0, 0);
+        for (key, ptr) in newer.fences {
+            self.add_fence(key, ptr);
+        }
+        for (key, slot) in newer.data {
+            let Some(old) = self.data.get(&key) else {
+                self.set_slot(&key, Some(slot));
+                continue;
+            };
+            let as_entries = |s: &DataSlot| {
+                let mut v = Vec::with_capacity(2);
+                if s.delete {
+                    v.push(Entry::Delete { key: key.clone() });
+                }
+                if let Some(value) = &s.insert {
+                    v.push(Entry::Insert { key: key.clone(), value: value.clone() });
+                }
+                v
+            };
+            let net = crate::merge::coalesce(&key, [as_entries(old), as_entries(&slot)])
+                .map_err(|r| format!("{r} (key {key:?})"))?;
+            cancellations += net.cancellations;
+            cancelled_bytes += net.cancelled_bytes;
+            self.set_slot(&key, Some(DataSlot { delete: net.delete, insert: net.insert }));
+        }
+        Ok((cancellations, cancelled_bytes))
+    }
+
     /// Memory held, approximately (entries plus map overhead).
     pub fn memory_bytes(&self) -> u64 {
         self.data_bytes + self.fence_bytes + 64 * (self.fences.len() + self.data.len()) as u64
@@ -191,5 +225,24 @@ mod tests {
         assert_eq!(t.fence_at_or_before(b"z").unwrap().0, b"m");
         assert_eq!(t.fence_at_or_before(b"a").unwrap().0, b"");
         assert_eq!(t.entries().len(), 2);
+    }
+
+    #[test]
+    fn absorbing_newer_entries_cancels_older_inserts() {
+        let mut old = TopLevel::new();
+        old.set_slot(b"a", Some(DataSlot { delete: false, insert: Some(b"1".to_vec()) }));
+        old.set_slot(b"b", Some(DataSlot { delete: true, insert: Some(b"2".to_vec()) }));
+        let mut new = TopLevel::new();
+        new.set_slot(b"a", Some(DataSlot { delete: true, insert: None }));
+        new.set_slot(b"b", Some(DataSlot { delete: true, insert: Some(b"3".to_vec()) }));
+        new.set_slot(b"c", Some(DataSlot { delete: false, insert: Some(b"4".to_vec()) }));
+        let (n, bytes) = old.absorb_newer(new).unwrap();
+        assert_eq!((n, bytes), (2, 2 * insert_bytes(1, 1) as u64));
+        assert!(old.slot(b"a").is_none());
+        assert_eq!(old.slot(b"b"), Some(&DataSlot { delete: true, insert: Some(b"3".to_vec()) }));
+        assert_eq!(old.slot(b"c").unwrap().insert.as_deref(), Some(&b"4"[..]));
+        let mut bad = TopLevel::new();
+        bad.set_slot(b"c", Some(DataSlot { delete: false, insert: Some(b"5".to_vec()) }));
+        assert!(old.absorb_newer(bad).is_err());
     }
 }

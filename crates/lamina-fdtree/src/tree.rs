@@ -88,6 +88,12 @@ pub struct Tree {
     pub(crate) params: Params,
     pub(crate) store: BlockStore,
     pub(crate) top: TopLevel,
+    /// `L_0^old` during an FD+DS background merge (section 3): the frozen `L_0` the merge
+    /// reads, through which lookups reach the old levels; `top` is then `L_0^new` and holds
+    /// only the modifications made since the merge began (no fences). `None` otherwise.
+    pub(crate) frozen_top: Option<std::sync::Arc<TopLevel>>,
+    /// Merges run in a background thread (FD+DS): modifications never merge themselves.
+    pub(crate) background_merges: bool,
     /// Materialized disk levels, labels strictly increasing; the last one is the bottom.
     pub(crate) levels: Vec<DiskLevel>,
     pub(crate) counters: Counters,
@@ -110,6 +116,8 @@ impl Tree {
             params,
             store,
             top: TopLevel::new(),
+            frozen_top: None,
+            background_merges: false,
             levels: Vec::new(),
             counters: Counters::default(),
             next_file_id: 1,
@@ -156,9 +164,24 @@ impl Tree {
         self.levels.iter().map(|l| l.blocks).collect()
     }
 
-    /// Memory held by `L_0`.
+    /// Memory held by `L_0` (both parts during a background merge).
     pub fn memory_bytes(&self) -> u64 {
-        self.top.memory_bytes()
+        self.top.memory_bytes() + self.frozen_top.as_ref().map_or(0, |t| t.memory_bytes())
+    }
+
+    /// Counters of the block cache, if there is one.
+    pub fn cache_stats(&self) -> Option<lamina_storage::cache::CacheStats> {
+        self.store.cache_stats()
+    }
+
+    /// Whether a background merge is between its start and its switch (FD+DS).
+    pub fn merge_in_progress(&self) -> bool {
+        self.frozen_top.is_some()
+    }
+
+    /// The `L_0` whose fences lead to the disk levels: `L_0^old` during a background merge.
+    pub(crate) fn fence_top(&self) -> &TopLevel {
+        self.frozen_top.as_deref().unwrap_or(&self.top)
     }
 
     pub(crate) fn alloc_file_id(&mut self) -> Result<u32> {
@@ -262,6 +285,9 @@ impl Tree {
     /// raises `N_nabla / N_delta` (it removes cancelled pairs), so checking (I6) first avoids
     /// an overflow merge right before a full one without changing the invariants kept.
     pub fn run_triggered_merges(&mut self) -> Result<()> {
+        if self.background_merges {
+            return Ok(()); // the merge thread is woken by the engine (FD+DS)
+        }
         let mut merged = false;
         if self.counters.underflows() {
             self.merge_unverified(Trigger::Underflow)?;

@@ -1,59 +1,72 @@
-//! The conformance kit against the `fdtree` engine (FD+XM): volatile, and persistent across
-//! close/open through the manifest. A one-block `L_0` makes the kit's workloads merge often.
+//! The conformance kit against the `fdtree` engine, per concurrency mode (FD+XM, FD+DS):
+//! volatile, and persistent across close/open through the manifest. A one-block `L_0` makes
+//! the kit's workloads merge often. (FD+FC is refused with `Unsupported`; see the README.)
 
-use std::sync::Arc;
+use lamina_fdtree::{FcMode, FdTreeOptions};
 
-use lamina_core::Result;
-use lamina_core::testkit::Subject;
-use lamina_fdtree::{FdTree, FdTreeOptions};
-use lamina_storage::MemoryStorage;
-
-fn options() -> FdTreeOptions {
+fn options(mode: FcMode) -> FdTreeOptions {
     FdTreeOptions {
         memory_budget_bytes: 32 << 10,
         block_bytes: 32 << 10,
         size_ratio: 4,
         verify_each_merge: true,
+        mode,
         ..FdTreeOptions::default()
     }
 }
 
-struct Persistent {
-    storage: Arc<MemoryStorage>,
-}
+macro_rules! per_mode {
+    ($name:ident, $mode:expr) => {
+        mod $name {
+            use std::sync::Arc;
 
-impl Subject for Persistent {
-    type Index = FdTree;
+            use lamina_core::Result;
+            use lamina_core::testkit::Subject;
+            use lamina_fdtree::FdTree;
+            use lamina_storage::MemoryStorage;
 
-    fn open(&mut self) -> Result<FdTree> {
-        FdTree::open(self.storage.clone(), &options())
-    }
+            pub struct Persistent {
+                pub storage: Arc<MemoryStorage>,
+            }
 
-    fn durable(&self) -> bool {
-        true
-    }
-}
+            impl Subject for Persistent {
+                type Index = FdTree;
 
-lamina_core::conformance_tests!(super::Persistent { storage: Arc::new(MemoryStorage::new()) });
+                fn open(&mut self) -> Result<FdTree> {
+                    FdTree::open(self.storage.clone(), &super::options($mode))
+                }
 
-mod volatile {
-    use lamina_core::Result;
-    use lamina_core::testkit::Subject;
-    use lamina_fdtree::FdTree;
+                fn durable(&self) -> bool {
+                    true
+                }
+            }
 
-    struct Volatile;
+            mod persistent {
+                lamina_core::conformance_tests!(super::super::Persistent {
+                    storage: std::sync::Arc::new(lamina_storage::MemoryStorage::new())
+                });
+            }
 
-    impl Subject for Volatile {
-        type Index = FdTree;
+            pub struct Volatile;
 
-        fn open(&mut self) -> Result<FdTree> {
-            FdTree::volatile(&super::options())
+            impl Subject for Volatile {
+                type Index = FdTree;
+
+                fn open(&mut self) -> Result<FdTree> {
+                    FdTree::volatile(&super::options($mode))
+                }
+
+                fn durable(&self) -> bool {
+                    false
+                }
+            }
+
+            mod volatile {
+                lamina_core::conformance_tests!(super::super::Volatile);
+            }
         }
-
-        fn durable(&self) -> bool {
-            false
-        }
-    }
-
-    lamina_core::conformance_tests!(super::Volatile);
+    };
 }
+
+per_mode!(xm, lamina_fdtree::FcMode::Xm);
+per_mode!(ds, lamina_fdtree::FcMode::Ds);

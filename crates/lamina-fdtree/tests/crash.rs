@@ -9,12 +9,17 @@ use std::sync::Arc;
 
 use lamina_core::testkit::{Subject, dump};
 use lamina_core::{OrderedIndex, Result, WriteBatch};
-use lamina_fdtree::{FdTree, FdTreeOptions};
+use lamina_fdtree::{FcMode, FdTree, FdTreeOptions};
 use lamina_storage::crash_points::for_each_crash_point;
 use lamina_storage::{FaultPlan, FaultyStorage, Storage};
 
 fn tiny() -> FdTreeOptions {
+    tiny_in(FcMode::Xm)
+}
+
+fn tiny_in(mode: FcMode) -> FdTreeOptions {
     FdTreeOptions {
+        mode,
         memory_budget_bytes: 512,
         block_bytes: 512,
         size_ratio: 2,
@@ -70,7 +75,20 @@ fn state_after(steps: &[WriteBatch], n: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
 }
 
 #[test]
-fn every_crash_point_recovers_acknowledged_writes() {
+fn every_crash_point_recovers_acknowledged_writes_xm() {
+    every_crash_point_recovers_acknowledged_writes(FcMode::Xm);
+}
+
+/// FD+DS: the workload waits for the background merges after each step, so the storage
+/// operations (the merge thread's included) come in a deterministic order and every one of
+/// them is a crash point.
+#[test]
+fn every_crash_point_recovers_acknowledged_writes_ds() {
+    every_crash_point_recovers_acknowledged_writes(FcMode::Ds);
+}
+
+fn every_crash_point_recovers_acknowledged_writes(mode: FcMode) {
+    let tiny = || tiny_in(mode);
     let steps = steps();
     let acked = Cell::new(0usize);
     let runs = for_each_crash_point(
@@ -82,6 +100,7 @@ fn every_crash_point_recovers_acknowledged_writes() {
             for (i, batch) in steps.iter().enumerate() {
                 db.write_batch(batch)?;
                 acked.set(i + 1);
+                db.wait_for_merges()?;
             }
             db.close()
         },
@@ -110,6 +129,7 @@ fn every_crash_point_recovers_acknowledged_writes() {
     let db = FdTree::open(storage, &tiny()).unwrap();
     for batch in &steps {
         db.write_batch(batch).unwrap();
+        db.wait_for_merges().unwrap();
     }
     let m = db.with_tree(lamina_fdtree::Tree::merge_counts).unwrap();
     assert!(m.grew >= 2 && m.shrank >= 1 && m.underflow >= 1, "{m:?}");
@@ -118,6 +138,7 @@ fn every_crash_point_recovers_acknowledged_writes() {
 /// The conformance kit's crash case (and the rest of the kit) over the faulty backend.
 struct Crashable {
     storage: FaultyStorage,
+    mode: FcMode,
 }
 
 impl Subject for Crashable {
@@ -127,7 +148,11 @@ impl Subject for Crashable {
         if self.storage.crashed() {
             self.storage = self.storage.reopen_after_crash()?;
         }
-        let options = FdTreeOptions { memory_budget_bytes: 64 << 10, ..FdTreeOptions::default() };
+        let options = FdTreeOptions {
+            memory_budget_bytes: 64 << 10,
+            mode: self.mode,
+            ..FdTreeOptions::default()
+        };
         FdTree::open(Arc::new(self.storage.clone()), &options)
     }
 
@@ -146,8 +171,17 @@ impl Subject for Crashable {
 }
 
 lamina_core::conformance_tests!(super::Crashable {
-    storage: lamina_storage::FaultyStorage::in_memory(lamina_storage::FaultPlan::none())
+    storage: lamina_storage::FaultyStorage::in_memory(lamina_storage::FaultPlan::none()),
+    mode: lamina_fdtree::FcMode::Xm,
 });
+
+/// The kit over the faulty backend in FD+DS (crashes land wherever the merge thread is).
+mod crashable_ds {
+    lamina_core::conformance_tests!(super::super::Crashable {
+        storage: lamina_storage::FaultyStorage::in_memory(lamina_storage::FaultPlan::none()),
+        mode: lamina_fdtree::FcMode::Ds,
+    });
+}
 
 #[test]
 fn unsynced_tail_is_lost_but_synced_writes_survive() {
@@ -167,9 +201,18 @@ fn unsynced_tail_is_lost_but_synced_writes_survive() {
 }
 
 #[test]
-fn file_backend_persists_across_reopen() {
+fn file_backend_persists_across_reopen_xm() {
+    file_backend_persists_across_reopen(FcMode::Xm);
+}
+
+#[test]
+fn file_backend_persists_across_reopen_ds() {
+    file_backend_persists_across_reopen(FcMode::Ds);
+}
+
+fn file_backend_persists_across_reopen(mode: FcMode) {
     let dir = tempfile::tempdir().unwrap();
-    let options = tiny();
+    let options = tiny_in(mode);
     let db = FdTree::open_dir(dir.path(), &options).unwrap();
     for k in 0..120u64 {
         db.put(&k.to_be_bytes(), &k.to_le_bytes()).unwrap();

@@ -210,7 +210,8 @@ fn updates_keep_counters_exact() {
 #[test]
 fn lookups_read_at_most_one_block_per_materialized_level() {
     let storage = Arc::new(MemoryStorage::new());
-    let options = FdTreeOptions { verify_each_merge: false, ..tiny(2) };
+    // No block cache: every block a lookup visits is a storage read.
+    let options = FdTreeOptions { verify_each_merge: false, cache_bytes: 0, ..tiny(2) };
     let db = FdTree::with_storage(storage.clone(), &options, false).unwrap();
     for k in shuffled(4000, 5) {
         db.put(&k.to_be_bytes(), &k.to_le_bytes()).unwrap();
@@ -233,6 +234,28 @@ fn lookups_read_at_most_one_block_per_materialized_level() {
         assert_eq!(got, expected, "key {k}");
     }
     assert_eq!(deepest, disk_levels as u64, "some lookup must reach the bottom");
+}
+
+#[test]
+fn repeated_lookups_are_served_by_the_block_cache() {
+    let storage = Arc::new(MemoryStorage::new());
+    let options = FdTreeOptions { verify_each_merge: false, cache_bytes: 1 << 20, ..tiny(2) };
+    let db = FdTree::with_storage(storage.clone(), &options, false).unwrap();
+    for k in shuffled(2000, 5) {
+        db.put(&k.to_be_bytes(), &k.to_le_bytes()).unwrap();
+    }
+    let keys: Vec<u64> = (0..2000u64).step_by(7).collect();
+    for &k in &keys {
+        assert_eq!(db.get(&k.to_be_bytes()).unwrap(), Some(k.to_le_bytes().to_vec()));
+    }
+    // The tree is far smaller than the cache: the second pass reads nothing from storage.
+    let before = storage.io_stats();
+    for &k in &keys {
+        assert_eq!(db.get(&k.to_be_bytes()).unwrap(), Some(k.to_le_bytes().to_vec()));
+    }
+    assert_eq!(storage.io_stats().since(&before).reads(), 0);
+    let hits = db.with_tree(|t| t.cache_stats().map(|s| s.hits)).unwrap();
+    assert!(hits.unwrap() >= keys.len() as u64, "{hits:?}");
 }
 
 #[test]

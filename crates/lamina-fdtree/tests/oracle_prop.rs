@@ -1,12 +1,13 @@
 //! Random workloads against a `BTreeMap` oracle, with tiny blocks, `kappa_0` and `gamma` so
 //! that merges, level skips, tightenings, growing and shrinking happen constantly. Every merge
-//! runs `verify()` (verify_each_merge); the content is compared throughout.
+//! runs `verify()` (verify_each_merge); the content is compared throughout. Every test runs
+//! for each implemented concurrency mode (FD+XM, FD+DS with its background merge thread).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use lamina_core::{KeyRange, OrderedIndex, WriteBatch};
-use lamina_fdtree::{FdTree, FdTreeOptions};
+use lamina_fdtree::{FcMode, FdTree, FdTreeOptions};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -43,8 +44,15 @@ fn op(keys: u16) -> impl Strategy<Value = Op> {
     ]
 }
 
-fn options(block_bytes: u32, kappa0: u64, gamma: u32) -> FdTreeOptions {
+const MODES: [FcMode; 2] = [FcMode::Xm, FcMode::Ds];
+
+fn mode() -> impl Strategy<Value = FcMode> {
+    prop_oneof![Just(FcMode::Xm), Just(FcMode::Ds)]
+}
+
+fn options(block_bytes: u32, kappa0: u64, gamma: u32, mode: FcMode) -> FdTreeOptions {
     FdTreeOptions {
+        mode,
         memory_budget_bytes: u64::from(block_bytes) * kappa0,
         block_bytes,
         size_ratio: gamma,
@@ -130,7 +138,7 @@ fn run(options: &FdTreeOptions, ops: &[Op]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     #[test]
     fn random_workloads_match_the_oracle(
@@ -142,10 +150,11 @@ proptest! {
         ],
         keys in prop_oneof![Just(16u16), Just(100), Just(1000)],
         ops in proptest::collection::vec(op(1000), 1..600),
+        mode in mode(),
     ) {
         let (block, kappa0, gamma) = shape;
         let ops: Vec<Op> = ops.into_iter().map(|o| clamp(o, keys)).collect();
-        run(&options(block, kappa0, gamma), &ops)?;
+        run(&options(block, kappa0, gamma, mode), &ops)?;
     }
 }
 
@@ -164,7 +173,9 @@ fn clamp(op: Op, keys: u16) -> Op {
 #[test]
 fn all_shapes_are_valid_options() {
     for (b, k, g) in [(512, 1, 2), (512, 1, 3), (512, 2, 4), (1024, 1, 2)] {
-        options(b, k, g).params().unwrap();
+        for mode in MODES {
+            options(b, k, g, mode).params().unwrap();
+        }
     }
 }
 
@@ -178,21 +189,24 @@ fn workloads_exercise_every_merge_path() {
     // Grow first, then shrink: a delete-heavy tail makes underflow merges and shrinking.
     let mut ops: Vec<Op> = ops;
     ops.extend((0..400).map(Op::Delete));
-    let options = options(512, 1, 2);
-    run(&options, &ops).unwrap();
-    let db = FdTree::volatile(&options).unwrap();
-    for o in &ops {
-        match o.clone() {
-            Op::Put(k, v) => db.put(&key(k), &v).unwrap(),
-            Op::Delete(k) => drop(db.delete(&key(k)).unwrap()),
-            _ => {}
+    for mode in MODES {
+        let options = options(512, 1, 2, mode);
+        run(&options, &ops).unwrap();
+        let db = FdTree::volatile(&options).unwrap();
+        for o in &ops {
+            match o.clone() {
+                Op::Put(k, v) => db.put(&key(k), &v).unwrap(),
+                Op::Delete(k) => drop(db.delete(&key(k)).unwrap()),
+                _ => {}
+            }
         }
+        db.wait_for_merges().unwrap();
+        let m = db.with_tree(lamina_fdtree::Tree::merge_counts).unwrap();
+        assert!(m.overflow > 30, "{mode:?} {m:?}");
+        assert!(m.underflow > 0, "{mode:?} {m:?}");
+        assert!(m.grew > 2 && m.shrank > 0, "{mode:?} {m:?}");
+        assert!(m.levels_skipped > 0 && m.levels_tightened > 0, "{mode:?} {m:?}");
     }
-    let m = db.with_tree(lamina_fdtree::Tree::merge_counts).unwrap();
-    assert!(m.overflow > 30, "{m:?}");
-    assert!(m.underflow > 0, "{m:?}");
-    assert!(m.grew > 2 && m.shrank > 0, "{m:?}");
-    assert!(m.levels_skipped > 0 && m.levels_tightened > 0, "{m:?}");
 }
 
 /// A persistent tree over the faulty backend: random puts and deletes with close/reopen and
@@ -236,7 +250,7 @@ fn run_persistent(options: &FdTreeOptions, ops: &[(u16, Option<Vec<u8>>, u8)]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 
     #[test]
     fn persistent_workloads_survive_reopen_and_crash(
@@ -244,7 +258,8 @@ proptest! {
             (0u16..300, proptest::option::weighted(0.7, value()), 0u8..40),
             1..300,
         ),
+        mode in mode(),
     ) {
-        run_persistent(&options(512, 1, 2), &ops);
+        run_persistent(&options(512, 1, 2, mode), &ops);
     }
 }

@@ -1,13 +1,16 @@
-//! Readers, writers and merges together (FD+XM): writers own disjoint keys and write
-//! increasing versions; readers check that no value ever goes back and that scans stay
-//! ordered, while tiny levels make merges constant. The final content is checked exactly.
+//! Readers, writers and merges together, per concurrency mode (FD+XM: merges inside
+//! writers; FD+DS: merges in the background thread while readers and writers go on): writers
+//! own disjoint keys and write increasing versions; readers check that no value ever goes
+//! back, that a key a writer has finished with holds exactly its last value (the oracle), and
+//! that scans stay ordered, while tiny levels make merges constant. The final content is
+//! checked exactly.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use lamina_core::{KeyRange, OrderedIndex};
-use lamina_fdtree::{FdTree, FdTreeOptions};
+use lamina_fdtree::{FcMode, FdTree, FdTreeOptions};
 
 const WRITERS: u64 = 3;
 const KEYS_PER_WRITER: u64 = 150;
@@ -18,8 +21,19 @@ fn key(w: u64, i: u64) -> [u8; 8] {
 }
 
 #[test]
-fn readers_writers_and_merges() {
+fn readers_writers_and_merges_xm() {
+    readers_writers_and_merges(FcMode::Xm);
+}
+
+#[test]
+fn readers_writers_and_merges_ds() {
+    readers_writers_and_merges(FcMode::Ds);
+}
+
+fn readers_writers_and_merges(mode: FcMode) {
     let options = FdTreeOptions {
+        mode,
+        verify_each_merge: true,
         memory_budget_bytes: 512,
         block_bytes: 512,
         size_ratio: 2,
@@ -81,8 +95,110 @@ fn readers_writers_and_merges() {
     }
     db.verify().unwrap();
     let all = db.scan(&KeyRange::all(), 1 << 20).unwrap();
+    for w in 0..WRITERS {
+        for i in 0..KEYS_PER_WRITER {
+            assert_eq!(db.get(&key(w, i)).unwrap(), Some(ROUNDS.to_le_bytes().to_vec()));
+        }
+    }
     assert_eq!(all.len() as u64, WRITERS * KEYS_PER_WRITER);
     assert!(all.iter().all(|(_, v)| v == &ROUNDS.to_le_bytes()));
     let merges = db.with_tree(|t| t.merge_counts().overflow).unwrap();
     assert!(merges > 20, "{merges} merges");
+}
+
+#[test]
+fn long_merges_with_readers_and_writers_xm() {
+    long_merges_with_readers_and_writers(FcMode::Xm);
+}
+
+#[test]
+fn long_merges_with_readers_and_writers_ds() {
+    long_merges_with_readers_and_writers(FcMode::Ds);
+}
+
+/// A preloaded tree of a few levels, so that the merges that reach the bottom are long;
+/// writers overwrite disjoint slices with increasing versions while readers check that every
+/// key is always present, that versions never go back, and that scans are ordered. At the
+/// end every key holds its writer's last version (the oracle) and a full merge ran during the
+/// concurrent phase.
+fn long_merges_with_readers_and_writers(mode: FcMode) {
+    const KEYS: u64 = 12_000;
+    const WRITERS: u64 = 2;
+    const ROUNDS: u32 = 3;
+    let options = FdTreeOptions {
+        mode,
+        memory_budget_bytes: 8 << 10,
+        block_bytes: 4096,
+        size_ratio: 4,
+        key_bytes_max: 8,
+        value_bytes_max: 8,
+        ..FdTreeOptions::default()
+    };
+    let db = Arc::new(FdTree::volatile(&options).unwrap());
+    for chunk in (0..KEYS).collect::<Vec<_>>().chunks(400) {
+        let mut batch = lamina_core::WriteBatch::new();
+        for &i in chunk {
+            batch.put(i.to_be_bytes().to_vec(), 0u32.to_le_bytes().to_vec());
+        }
+        db.write_batch(&batch).unwrap();
+    }
+    db.wait_for_merges().unwrap();
+    let full_before = db.with_tree(|t| t.merge_counts().full).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2u64)
+        .map(|r| {
+            let (db, done) = (db.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut seen: HashMap<u64, u32> = HashMap::new();
+                let mut x = 99u64 + r;
+                let mut checks = 0u64;
+                while !done.load(Ordering::Relaxed) || checks < 200 {
+                    x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    let k = (x >> 17) % KEYS;
+                    let v = db.get(&k.to_be_bytes()).unwrap().expect("a preloaded key vanished");
+                    let version = u32::from_le_bytes(v[..4].try_into().unwrap());
+                    let last = seen.entry(k).or_insert(0);
+                    assert!(version >= *last, "value of {k} went back");
+                    *last = version;
+                    if checks.is_multiple_of(100) {
+                        let start = k.to_be_bytes().to_vec();
+                        let range =
+                            KeyRange { start: std::ops::Bound::Included(start), ..KeyRange::all() };
+                        let page = db.scan(&range, 50).unwrap();
+                        assert!(page.windows(2).all(|w| w[0].0 < w[1].0), "scan out of order");
+                        assert_eq!(page.len() as u64, 50.min(KEYS - k), "scan lost keys");
+                    }
+                    checks += 1;
+                }
+            })
+        })
+        .collect();
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for round in 1..=ROUNDS {
+                    for k in (w..KEYS).step_by(WRITERS as usize * 3) {
+                        db.put(&k.to_be_bytes(), &round.to_le_bytes()).unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    db.wait_for_merges().unwrap();
+    done.store(true, Ordering::Relaxed);
+    for r in readers {
+        r.join().unwrap();
+    }
+    db.verify().unwrap();
+    for k in 0..KEYS {
+        let expected = if k % (WRITERS * 3) < WRITERS { ROUNDS } else { 0 };
+        let v = db.get(&k.to_be_bytes()).unwrap().unwrap();
+        assert_eq!(v, expected.to_le_bytes(), "key {k}");
+    }
+    let full_after = db.with_tree(|t| t.merge_counts().full).unwrap();
+    assert!(full_after > full_before, "no full merge ran during the concurrent phase");
 }

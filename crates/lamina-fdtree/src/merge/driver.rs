@@ -28,17 +28,37 @@ impl Tree {
         Ok(())
     }
 
-    pub(crate) fn merge_unverified(&mut self, trigger: Trigger) -> Result<()> {
+    /// Merge-prepare: the `m` of the merge (eqs. 1-2; a full merge for an underflow).
+    pub(crate) fn choose_merge_m(&self, trigger: Trigger) -> usize {
         let h = self.height();
-        let m = match trigger {
+        match trigger {
             Trigger::Underflow => (h - 1).max(1),
             Trigger::Overflow => {
                 choose_m(&self.level_sizes(), h, self.counters.live_bytes(), &self.params)
             }
-        };
+        }
+    }
+
+    pub(crate) fn merge_unverified(&mut self, trigger: Trigger) -> Result<()> {
+        let h = self.height();
+        let m = self.choose_merge_m(trigger);
         let executed = self.execute(m)?;
         let (full, cancellations) = (executed.full, executed.cancellations);
         let z = self.finalize(m, executed)?;
+        self.record_merge(trigger, m, full, h, z, cancellations);
+        Ok(())
+    }
+
+    /// Records what a merge did (stats, tests).
+    pub(crate) fn record_merge(
+        &mut self,
+        trigger: Trigger,
+        m: usize,
+        full: bool,
+        h: usize,
+        z: usize,
+        cancellations: u64,
+    ) {
         self.last_merge = Some(MergeReport {
             trigger,
             m,
@@ -53,7 +73,6 @@ impl Tree {
             Trigger::Overflow => self.merges.overflow += 1,
             Trigger::Underflow => self.merges.underflow += 1,
         }
-        Ok(())
     }
 
     /// Sizes of the materialized levels for merge-prepare, `L_0` first.

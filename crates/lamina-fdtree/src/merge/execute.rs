@@ -117,120 +117,134 @@ impl Tree {
     /// Runs merge-execute for `L_0..L_m`. On error, the new files are removed and the tree
     /// is unchanged.
     pub(crate) fn execute(&mut self, m: usize) -> Result<Executed> {
-        let mut writers = Vec::with_capacity(m);
-        let mut result = Ok(());
-        for label in 1..=m {
-            let id = match self.alloc_file_id() {
-                Ok(id) => id,
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            };
-            match self.store.create(id) {
-                Ok(f) => writers.push(LevelWriter::new(label, id, f, self.params.payload_bytes)),
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            }
-        }
-        let ids: Vec<u32> = writers.iter().map(LevelWriter::file_id).collect();
-        let result = result.and_then(|()| self.execute_into(m, writers));
-        if result.is_err() {
-            for id in ids {
-                let _ = self.store.remove(id); // best effort: the error that matters is returned
-            }
-        }
-        result
+        let ids = (0..m).map(|_| self.alloc_file_id()).collect::<Result<Vec<u32>>>()?;
+        execute_detached(&self.store, self.params.payload_bytes, &self.top, &self.levels, m, &ids)
     }
+}
 
-    fn execute_into(&self, m: usize, writers: Vec<LevelWriter>) -> Result<Executed> {
-        let full = m + 1 >= self.height();
-        let merged: Vec<&DiskLevel> = self.levels.iter().filter(|l| l.label <= m).collect();
-        let succ = self.levels.iter().find(|l| l.label > m);
-        let deepest_file: Option<Arc<dyn StorageFile>> = merged.last().map(|l| l.file.clone());
-        let store = &self.store;
-        let corrupt = move |reason: String| match &deepest_file {
-            Some(f) => store.corruption(&**f, 0, reason),
-            None => Error::corruption("fdtree L_0", 0, reason),
-        };
-        let mut sources = vec![Source::Top(self.top.entries().into_iter().peekable())];
-        sources.extend(merged.iter().map(|l| Source::Disk(LevelCursor::new(l, store, 0, None))));
-        let deepest = sources.len() - 1;
-        let mut b = Builder {
-            store,
-            writers,
-            top: TopLevel::new(),
-            p_last: None,
-            m,
-            bottom: full,
-            corrupt: &corrupt,
-        };
-        if full {
-            b.append(b"", Vec::new())?; // the first block of the new bottom level
-        }
-        let (mut cancellations, mut cancelled_bytes) = (0, 0);
-        let mut group: Vec<Vec<Entry>> = vec![Vec::new(); sources.len()];
-        loop {
-            let mut key: Option<Vec<u8>> = None;
-            for s in &mut sources {
-                if let Some(e) = s.peek()?
-                    && key.as_deref().is_none_or(|k| e.key() < k)
-                {
-                    key = Some(e.key().to_vec());
-                }
-            }
-            let Some(key) = key else { break };
-            let mut f = None;
-            for (idx, s) in sources.iter_mut().enumerate() {
-                while s.peek()?.is_some_and(|e| e.key() == key.as_slice()) {
-                    match s.next_entry()?.expect("peeked") {
-                        // Fences of upper merged levels point into the merged levels: dropped.
-                        Entry::Fence { ptr, .. } if idx == deepest && !full => f = Some(ptr),
-                        Entry::Fence { .. } => {}
-                        e => group[idx].push(e),
-                    }
-                }
-            }
-            let net = coalesce(&key, group.iter_mut().rev().map(std::mem::take))
-                .map_err(|r| corrupt(format!("{r} (key {key:?})")))?;
-            if full && net.delete {
-                return Err(corrupt(format!(
-                    "delete entry with no insert to cancel (key {key:?})"
-                )));
-            }
-            cancellations += net.cancellations;
-            cancelled_bytes += net.cancelled_bytes;
-            let mut records = Vec::with_capacity(3);
-            if let Some(ptr) = f {
-                let succ = succ.expect("not a full merge");
-                if ptr.file != succ.file_id
-                    || ptr.index >= succ.blocks
-                    || b.p_last.is_some_and(|p| p.index > ptr.index)
-                {
-                    return Err(corrupt(format!("bad fence {ptr:?} to level {}", succ.label)));
-                }
-                // A fence to the block p_last already points to is redundant (lookups reach
-                // that block through the earlier fence): dropped, which keeps fences from
-                // accumulating in L_m over successive merges.
-                if b.p_last != Some(ptr) {
-                    b.p_last = Some(ptr);
-                    records.push(Entry::Fence { key: key.clone(), ptr });
-                }
-            }
-            records.extend(net.into_entries(&key));
-            if !records.is_empty() {
-                b.append(&key, records)?;
+/// Merge-execute for `L_0..L_m` of the tree made of `top` and `levels`, writing new level
+/// `i` into the new file `ids[i - 1]`. Reads the old levels without changing them and needs
+/// no access to the tree, so FD+DS runs it in the background on a snapshot of the levels and
+/// `L_0^old` (section 3). On error, the new files are removed.
+pub(crate) fn execute_detached(
+    store: &BlockStore,
+    payload_bytes: u32,
+    top: &TopLevel,
+    levels: &[DiskLevel],
+    m: usize,
+    ids: &[u32],
+) -> Result<Executed> {
+    assert_eq!(ids.len(), m, "one new file per new level");
+    let mut writers = Vec::with_capacity(m);
+    let mut result = Ok(());
+    for (label, &id) in (1..=m).zip(ids) {
+        match store.create(id) {
+            Ok(f) => writers.push(LevelWriter::new(label, id, f, payload_bytes)),
+            Err(e) => {
+                result = Err(e);
+                break;
             }
         }
-        if !full && !b.writers[m - 1].started() {
-            return Err(corrupt("merged levels lack the -infinity fence (I2)".into()));
-        }
-        let mut levels = Vec::with_capacity(m);
-        for w in b.writers {
-            levels.push(w.finish(store)?);
-        }
-        Ok(Executed { top: b.top, levels, cancellations, cancelled_bytes, full })
     }
+    let created: Vec<u32> = writers.iter().map(LevelWriter::file_id).collect();
+    let result = result.and_then(|()| execute_into(store, top, levels, m, writers));
+    if result.is_err() {
+        for id in created {
+            let _ = store.remove(id); // best effort: the error that matters is returned
+        }
+    }
+    result
+}
+
+fn execute_into(
+    store: &BlockStore,
+    top: &TopLevel,
+    levels: &[DiskLevel],
+    m: usize,
+    writers: Vec<LevelWriter>,
+) -> Result<Executed> {
+    let height = levels.last().map_or(1, |l| l.label + 1);
+    let full = m + 1 >= height;
+    let merged: Vec<&DiskLevel> = levels.iter().filter(|l| l.label <= m).collect();
+    let succ = levels.iter().find(|l| l.label > m);
+    let deepest_file: Option<Arc<dyn StorageFile>> = merged.last().map(|l| l.file.clone());
+    let corrupt = move |reason: String| match &deepest_file {
+        Some(f) => store.corruption(&**f, 0, reason),
+        None => Error::corruption("fdtree L_0", 0, reason),
+    };
+    let mut sources = vec![Source::Top(top.entries().into_iter().peekable())];
+    sources.extend(merged.iter().map(|l| Source::Disk(LevelCursor::new(l, store, 0, None))));
+    let deepest = sources.len() - 1;
+    let mut b = Builder {
+        store,
+        writers,
+        top: TopLevel::new(),
+        p_last: None,
+        m,
+        bottom: full,
+        corrupt: &corrupt,
+    };
+    if full {
+        b.append(b"", Vec::new())?; // the first block of the new bottom level
+    }
+    let (mut cancellations, mut cancelled_bytes) = (0, 0);
+    let mut group: Vec<Vec<Entry>> = vec![Vec::new(); sources.len()];
+    loop {
+        let mut key: Option<Vec<u8>> = None;
+        for s in &mut sources {
+            if let Some(e) = s.peek()?
+                && key.as_deref().is_none_or(|k| e.key() < k)
+            {
+                key = Some(e.key().to_vec());
+            }
+        }
+        let Some(key) = key else { break };
+        let mut f = None;
+        for (idx, s) in sources.iter_mut().enumerate() {
+            while s.peek()?.is_some_and(|e| e.key() == key.as_slice()) {
+                match s.next_entry()?.expect("peeked") {
+                    // Fences of upper merged levels point into the merged levels: dropped.
+                    Entry::Fence { ptr, .. } if idx == deepest && !full => f = Some(ptr),
+                    Entry::Fence { .. } => {}
+                    e => group[idx].push(e),
+                }
+            }
+        }
+        let net = coalesce(&key, group.iter_mut().rev().map(std::mem::take))
+            .map_err(|r| corrupt(format!("{r} (key {key:?})")))?;
+        if full && net.delete {
+            return Err(corrupt(format!("delete entry with no insert to cancel (key {key:?})")));
+        }
+        cancellations += net.cancellations;
+        cancelled_bytes += net.cancelled_bytes;
+        let mut records = Vec::with_capacity(3);
+        if let Some(ptr) = f {
+            let succ = succ.expect("not a full merge");
+            if ptr.file != succ.file_id
+                || ptr.index >= succ.blocks
+                || b.p_last.is_some_and(|p| p.index > ptr.index)
+            {
+                return Err(corrupt(format!("bad fence {ptr:?} to level {}", succ.label)));
+            }
+            // A fence to the block p_last already points to is redundant (lookups reach
+            // that block through the earlier fence): dropped, which keeps fences from
+            // accumulating in L_m over successive merges.
+            if b.p_last != Some(ptr) {
+                b.p_last = Some(ptr);
+                records.push(Entry::Fence { key: key.clone(), ptr });
+            }
+        }
+        records.extend(net.into_entries(&key));
+        if !records.is_empty() {
+            b.append(&key, records)?;
+        }
+    }
+    if !full && !b.writers[m - 1].started() {
+        return Err(corrupt("merged levels lack the -infinity fence (I2)".into()));
+    }
+    let mut levels = Vec::with_capacity(m);
+    for w in b.writers {
+        levels.push(w.finish(store)?);
+    }
+    Ok(Executed { top: b.top, levels, cancellations, cancelled_bytes, full })
 }

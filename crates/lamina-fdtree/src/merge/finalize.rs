@@ -8,7 +8,8 @@ use lamina_core::Result;
 
 use super::execute::Executed;
 use crate::level::DiskLevel;
-use crate::options::Params;
+use crate::options::{FcMode, Params};
+use crate::store::BlockStore;
 use crate::top::TopLevel;
 use crate::tree::Tree;
 
@@ -32,6 +33,20 @@ pub fn plan_relabel(
     full: bool,
     params: &Params,
 ) -> Relabel {
+    plan_relabel_with(sizes, succ_below, full, params, &vec![true; sizes.len()])
+}
+
+/// Equation 3 where new level `i > 0` may become `L_0` only if `may_be_top[i]`. With
+/// background merges (section 4.4.3) `L_0` already holds the modifications made during the
+/// merge, and only the reserved slots are guaranteed: `o_i = 0` needs `|L_i| <= kappa_1`
+/// (here: its bytes within `Params::fence_reserve_bytes`), otherwise `j > 0` as in eq. 3.
+pub fn plan_relabel_with(
+    sizes: &[u64],
+    succ_below: Option<u64>,
+    full: bool,
+    params: &Params,
+    may_be_top: &[bool],
+) -> Relabel {
     let m = sizes.len() - 1;
     let o: Vec<usize> = (0..=m)
         .map(|i| {
@@ -39,7 +54,8 @@ pub fn plan_relabel(
                 return m;
             }
             let succ = if i < m { Some(sizes[i + 1]) } else { succ_below };
-            (0..LEVEL_SEARCH_MAX)
+            let first = usize::from(i > 0 && !may_be_top[i]);
+            (first..LEVEL_SEARCH_MAX)
                 .find(|&j| {
                     sizes[i] <= params.kappa(j) && succ.is_none_or(|s| s <= params.kappa(j + 1))
                 })
@@ -58,21 +74,69 @@ pub fn plan_relabel(
     Relabel { o, z }
 }
 
+/// Equation 3 for the result of merge-execute over `old_levels` (the tree's levels before the
+/// switch). Background merges (FD+DS): a new level becomes `L_0` only if it fits the
+/// reserved slots (section 4.4.3), so `L_0` is not due for another merge at once.
+pub(crate) fn plan_for(
+    params: &Params,
+    old_levels: &[DiskLevel],
+    m: usize,
+    top: &TopLevel,
+    new_levels: &[DiskLevel],
+    full: bool,
+) -> Relabel {
+    let mut sizes = vec![params.blocks_of(top.sized_bytes())];
+    sizes.extend(new_levels.iter().map(|l| l.size_blocks(params)));
+    let succ_below = old_levels.iter().find(|l| l.label > m).map(|l| l.size_blocks(params));
+    let reserve = params.fence_reserve_bytes();
+    let may_be_top: Vec<bool> = std::iter::once(true)
+        .chain(
+            new_levels
+                .iter()
+                .map(|l| params.mode == FcMode::Xm || l.stats.sized_bytes() <= reserve),
+        )
+        .collect();
+    plan_relabel_with(&sizes, succ_below, full, params, &may_be_top)
+}
+
+/// Reads a whole (small) level into a new `L_0`.
+pub(crate) fn load_level_as_top(store: &BlockStore, level: &DiskLevel) -> Result<TopLevel> {
+    let mut top = TopLevel::new();
+    for index in 0..level.blocks {
+        for e in store.read(&*level.file, level.file_id, index)?.entries {
+            top.add_entry(e);
+        }
+    }
+    Ok(top)
+}
+
 impl Tree {
     /// Applies merge-finalize to the result of merge-execute and switches the tree to it.
     /// Returns `z`.
     pub(crate) fn finalize(&mut self, m: usize, executed: Executed) -> Result<usize> {
+        self.finalize_with(m, executed, None)
+    }
+
+    /// Merge-finalize with `L_z` possibly already read (`preloaded`, FD+DS reads it before
+    /// taking the lock for the switch).
+    pub(crate) fn finalize_with(
+        &mut self,
+        m: usize,
+        executed: Executed,
+        preloaded: Option<(usize, TopLevel)>,
+    ) -> Result<usize> {
         let Executed { top, levels: mut new_levels, cancellations, cancelled_bytes, full } =
             executed;
         let old_height = self.height();
-        let mut sizes = vec![self.params.blocks_of(top.sized_bytes())];
-        sizes.extend(new_levels.iter().map(|l| l.size_blocks(&self.params)));
-        let succ_below =
-            self.levels.iter().find(|l| l.label > m).map(|l| l.size_blocks(&self.params));
-        let plan = plan_relabel(&sizes, succ_below, full, &self.params);
+        let plan = plan_for(&self.params, &self.levels, m, &top, &new_levels, full);
         // 1) If z > 0, L_z's content replaces L_0 and L_1..L_z are skipped.
         let top = if plan.z > 0 {
-            match self.load_top(&new_levels[plan.z - 1]) {
+            let loaded = match preloaded {
+                // The plan is a function of the same inputs, so z matches; checked anyway.
+                Some((z, t)) if z == plan.z => Ok(t),
+                _ => load_level_as_top(&self.store, &new_levels[plan.z - 1]),
+            };
+            match loaded {
                 Ok(t) => t,
                 Err(e) => {
                     for l in &new_levels {
@@ -130,17 +194,6 @@ impl Tree {
         }
         first_err.map(|()| plan.z)
     }
-
-    /// Reads a whole (small) level into a new `L_0`.
-    fn load_top(&self, level: &DiskLevel) -> Result<TopLevel> {
-        let mut top = TopLevel::new();
-        for index in 0..level.blocks {
-            for e in self.store.read(&*level.file, level.file_id, index)?.entries {
-                top.add_entry(e);
-            }
-        }
-        Ok(top)
-    }
 }
 
 #[cfg(test)]
@@ -182,5 +235,14 @@ mod tests {
         // A partial merge never relabels its last level (Remark A.3).
         let r = plan_relabel(&[1, 1, 1, 3], Some(100), false, &params());
         assert_eq!(r.o[3], 3);
+    }
+
+    #[test]
+    fn background_merges_make_l0_only_of_what_fits_the_reserve() {
+        // Section 4.4.3: the bottom of a small full merge stays on disk if it does not fit
+        // the reserved slots; fence levels that fit still collapse into L_0.
+        let r = plan_relabel_with(&[1, 1, 1, 3], None, true, &params(), &[true, true, true, false]);
+        assert_eq!(r.o, vec![0, 0, 0, 1]);
+        assert_eq!(r.z, 2);
     }
 }

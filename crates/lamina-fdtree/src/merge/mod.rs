@@ -6,6 +6,7 @@
 //! levels and writes new files; the tree is changed in finalize, after every new block is
 //! written, so a failed merge leaves the old tree intact (its new files are removed).
 
+mod background;
 mod coalesce;
 mod driver;
 mod execute;
@@ -15,5 +16,5 @@ mod writer;
 
 pub use coalesce::{Net, coalesce};
 pub use driver::Trigger;
-pub use finalize::{Relabel, plan_relabel};
-pub use prepare::{LevelSize, choose_m, u_hat};
+pub use finalize::{Relabel, plan_relabel, plan_relabel_with};
+pub use prepare::{LevelSize, choose_m, preemptive_skips, u_hat};

@@ -50,6 +50,33 @@ pub fn choose_m(sizes: &[LevelSize], h: usize, live_bytes: u64, params: &Params)
     (1..h).find(|&i| u_hat(sizes, h, live_bytes, i, params) <= params.kappa(i)).unwrap_or(h)
 }
 
+/// Preemptive level skipping (section 4.4.1, FD+FC's merge-prepare): estimates the sizes of
+/// the would-be new levels, `B_hat_m = U_hat(m)` and `B_hat_(i-1)` = the blocks of one fence
+/// per physical block of `L_i_new` (at most `2 B_hat_i + 1` blocks, see `options.rs`; the
+/// byte form of `ceil(B_hat_i / beta)`), and applies equation 3 to the estimates
+/// (`B_hat_(m+1) = B(L_succ(m))`). Returns `o_hat_i` for each `i` in `0..=m`; the set of
+/// values is the set of levels merge-execute would materialize. The estimates are upper
+/// bounds, so the real sizes can only allow smaller numbers (merge-finalize tightens
+/// further).
+///
+/// Not used yet: FD+FC, whose merge-execute would write only these levels, is not
+/// implemented; FD+DS and FD+XM skip levels in merge-finalize (section 2.3).
+pub fn preemptive_skips(
+    u_hat_m: u64,
+    m: usize,
+    succ_below: Option<u64>,
+    full: bool,
+    params: &Params,
+) -> Vec<usize> {
+    let mut estimates = vec![0; m + 1];
+    estimates[m] = u_hat_m;
+    for i in (1..=m).rev() {
+        let fences = (2 * estimates[i] + 1).saturating_mul(params.fence_bytes_max);
+        estimates[i - 1] = params.blocks_of(fences);
+    }
+    super::finalize::plan_relabel(&estimates, succ_below, full, params).o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +122,30 @@ mod tests {
         assert_eq!(choose_m(&sizes, 4, 15 * 440, &p), 4);
         // Deletes cancel most data: the exact live size lets the full merge stay at h - 1.
         assert_eq!(choose_m(&sizes, 4, 8 * 440, &p), 3);
+    }
+
+    #[test]
+    fn preemptive_skipping_keeps_l0_and_lm_and_skips_small_fence_levels() {
+        let p = params(); // kappa = 1, 2, 4, 8, 16
+        // A merge into L_3 producing 7 blocks: its fence level must stay L_2 (7 > kappa_2,
+        // so (I5) forbids it directly below L_1 or L_0), L_1's tiny fence level is skipped
+        // (o_hat = 0), and L_3 keeps its number (Remark A.3).
+        let o = preemptive_skips(7, 3, Some(12), false, &p);
+        assert_eq!(o, vec![0, 0, 2, 3]);
+        // Producing 3 blocks (> kappa_1): the fence level above becomes L_1.
+        let o = preemptive_skips(3, 3, Some(12), false, &p);
+        assert_eq!(o, vec![0, 0, 1, 3]);
+        // Producing 2 blocks (<= kappa_1): both fence levels fit L_0 and are skipped.
+        let o = preemptive_skips(2, 3, Some(12), false, &p);
+        assert_eq!(o, vec![0, 0, 0, 3]);
+        // A full merge whose data fits L_1: the bottom is tightened to L_1.
+        let o = preemptive_skips(2, 3, None, true, &p);
+        assert_eq!(o, vec![0, 0, 0, 1]);
+        // 0 and m are always among the levels to materialize for a partial merge.
+        for u in 1..=8 {
+            let o = preemptive_skips(u, 3, Some(16), false, &p);
+            assert!(o.contains(&0) && o.contains(&3), "{u}: {o:?}");
+        }
     }
 
     #[test]
