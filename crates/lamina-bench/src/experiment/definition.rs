@@ -7,17 +7,20 @@
 //!   request in each bucket". Scaled down: 200,000 uniform random inserts (the `insert`
 //!   workload), one thread, buckets of 1,000.
 //! - `nbtree-insert`: NB-tree section 6.1 (8-byte uniform random keys, 128-byte values).
-//!   Phase `insert`: `--ops` inserts (200,000 by default) into an empty index, split into
+//!   Phase `insert`: `--ops` inserts (500,000 by default, 68 MB of raw data) into an empty index, split into
 //!   [`NBTREE_STEPS`] data-size steps whose mean and maximum insert time are Figures 6-7.
 //!   Phases `query-N`: n_Q = 10^4 lookups of uniformly chosen existing keys after loading
-//!   N records, for N at a quarter, half and all of `--ops` (Figures 8-9).
+//!   N records with the insert phase's random keys (workload `insert-query`), for N at a
+//!   quarter, half and all of `--ops` (Figures 8-9).
 //! - `fdfc-vs-btree`: FD+FC section 5.3, Figure 10: G_R with lookup fraction W_l in
 //!   [`FDFC_LOOKUP_RATIOS`], insertions and deletions splitting the rest equally, 8 client
-//!   threads (section 5's default) over `--preload` keys (100,000).
+//!   threads (section 5's default), 200,000 requests per ratio over `--preload` keys
+//!   (1,000,000 by default, so the index outgrows the 15 MiB cache as in the paper).
 //! - `contest`: the SIGMOD 2011 contest mix (prefix-tree paper, section 4, Table 1) at 32
 //!   client threads with every write durable (`Durability::Sync`) over 100,000 preloaded
-//!   keys; 3,000 measured requests per engine by default, so that the slowest durable
-//!   engines finish in seconds (few requests: see the report's caveat).
+//!   keys; 20,000 measured requests per engine by default (after 2,000 warm-up), so that
+//!   the slowest durable engines (LMDB, one synced writer at a time) finish in seconds to
+//!   a minute: few requests per client thread, so tails rest on few samples.
 
 use std::{fmt, str::FromStr};
 
@@ -197,7 +200,7 @@ impl Experiment {
                         "nbtree-insert starts from an empty index and sizes its query phases from --ops",
                     ));
                 }
-                let inserts = scale.ops.unwrap_or(200_000);
+                let inserts = scale.ops.unwrap_or(500_000);
                 let mut insert = WorkloadConfig::new(WorkloadKind::Insert, seed);
                 insert.preload = 0;
                 let mut phases = vec![Phase {
@@ -212,10 +215,8 @@ impl Experiment {
                 }];
                 for (num, den) in NBTREE_QUERY_FRACTIONS {
                     let records = (inserts * num / den).max(1);
-                    let mut query = WorkloadConfig::new(WorkloadKind::Gr, seed);
+                    let mut query = WorkloadConfig::new(WorkloadKind::InsertQuery, seed);
                     query.preload = records;
-                    query.value_bytes = WorkloadKind::Insert.default_value_bytes();
-                    query.mix = Mix { weights: [1.0, 0.0, 0.0] };
                     phases.push(Phase {
                         name: format!("query-{records}"),
                         role: PhaseRole::QueryAtSize { records },
@@ -230,12 +231,12 @@ impl Experiment {
                 phases
             }
             Experiment::FdfcVsBtree => {
-                let ops = scale.ops.unwrap_or(50_000);
+                let ops = scale.ops.unwrap_or(200_000);
                 FDFC_LOOKUP_RATIOS
                     .iter()
                     .map(|&lookup_ratio| {
                         let mut w = WorkloadConfig::new(WorkloadKind::Gr, seed);
-                        w.preload = scale.preload.unwrap_or(100_000);
+                        w.preload = scale.preload.unwrap_or(1_000_000);
                         let rest = (1.0 - lookup_ratio) / 2.0;
                         w.mix = Mix { weights: [lookup_ratio, rest, rest] };
                         Phase {
@@ -252,7 +253,7 @@ impl Experiment {
                     .collect()
             }
             Experiment::Contest => {
-                let ops = scale.ops.unwrap_or(3_000);
+                let ops = scale.ops.unwrap_or(20_000);
                 let mut w = WorkloadConfig::new(WorkloadKind::Contest, seed);
                 w.preload = scale.preload.unwrap_or(100_000);
                 vec![Phase {
@@ -338,15 +339,14 @@ mod tests {
     fn nbtree_insert_is_inserts_in_ten_steps_then_queries_at_three_sizes() {
         let phases = Experiment::NbtreeInsert.phases(7, Scale::default()).unwrap();
         let names: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names, ["insert", "query-50000", "query-100000", "query-200000"]);
+        assert_eq!(names, ["insert", "query-125000", "query-250000", "query-500000"]);
         let insert = &phases[0];
         assert_eq!(insert.workload.kind, WorkloadKind::Insert);
         assert_eq!((insert.workload.key_bytes, insert.workload.value_bytes), (8, 128));
-        assert_eq!((insert.workload.preload, insert.ops, insert.bucket_ops), (0, 200_000, 20_000));
+        assert_eq!((insert.workload.preload, insert.ops, insert.bucket_ops), (0, 500_000, 50_000));
         assert_eq!(insert.role, PhaseRole::InsertSteps { steps: 10 });
         for q in &phases[1..] {
-            assert_eq!(q.workload.kind, WorkloadKind::Gr);
-            assert_eq!(q.workload.mix.normalized(), [1.0, 0.0, 0.0]);
+            assert_eq!(q.workload.kind, WorkloadKind::InsertQuery);
             assert_eq!((q.workload.key_bytes, q.workload.value_bytes), (8, 128));
             assert_eq!(q.ops, NBTREE_QUERIES);
             assert_eq!(q.role, PhaseRole::QueryAtSize { records: q.workload.preload });
@@ -368,7 +368,7 @@ mod tests {
             let [l, i, d] = p.workload.mix.normalized();
             assert!((l - wl).abs() < 1e-12 && (i - d).abs() < 1e-12 && (l + i + d - 1.0) < 1e-12);
             assert_eq!(p.role, PhaseRole::LookupRatio { lookup_ratio: wl });
-            assert_eq!((p.threads, p.workload.preload), (FDFC_THREADS, 100_000));
+            assert_eq!((p.threads, p.workload.preload), (FDFC_THREADS, 1_000_000));
         }
         assert_eq!(phases[1].name, "wl-0.2");
     }

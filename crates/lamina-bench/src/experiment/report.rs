@@ -90,10 +90,15 @@ impl ExperimentReport {
 
     /// The x axis of [`ExperimentReport::series`].
     pub fn x_name(&self) -> &'static str {
+        if self.experiment == Experiment::FdfcVsBtree.name() { "W_l" } else { "records" }
+    }
+
+    /// The heading of the series table.
+    fn series_heading(&self) -> &'static str {
         if self.experiment == Experiment::FdfcVsBtree.name() {
-            "W_l (lookup ratio)"
+            "Throughput and latency vs lookup ratio W_l (FD+FC Figure 10)"
         } else {
-            "records"
+            "Query time vs data size (NB-tree Figures 8-9)"
         }
     }
 
@@ -121,7 +126,7 @@ impl ExperimentReport {
             md.push_str(&steps_markdown(steps));
         }
         if !self.series.is_empty() {
-            md.push_str(&series_markdown(self.x_name(), &self.series));
+            md.push_str(&series_markdown(self.series_heading(), self.x_name(), &self.series));
         }
         for (phase, role) in self.phases.iter().zip(roles) {
             let _ = writeln!(
@@ -168,9 +173,11 @@ pub fn steps_markdown(steps: &StepTable) -> String {
 }
 
 /// Figures with one point per phase (query sizes, lookup ratios) as a table.
-pub fn series_markdown(x_name: &str, series: &[Series]) -> String {
-    let mut md =
-        format!("## Per {x_name}\n\nThroughput (requests/s), mean and max latency (µs).\n\n");
+pub fn series_markdown(heading: &str, x_name: &str, series: &[Series]) -> String {
+    let mut md = format!(
+        "## {heading}\n\nThroughput (requests/s), mean and max latency (µs) per phase; \
+         `{x_name}` is the phase's x value.\n\n"
+    );
     let engines: Vec<&str> = series.iter().map(|s| s.engine.as_str()).collect();
     engines_header(&mut md, x_name, &engines, &["ops/s", "mean µs", "max µs"]);
     let mut xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.x)).collect();
@@ -220,7 +227,7 @@ mod tests {
             Series { engine: "a".into(), points: vec![p(0.0), p(0.5)] },
             Series { engine: "b".into(), points: vec![p(0.5)] },
         ];
-        let md = series_markdown("W_l", &series);
+        let md = series_markdown("Figure", "W_l", &series);
         assert!(md.contains("| 0 | 100 | 1.50 | 9 | - | - | - |"), "{md}");
         assert!(md.contains("| 0.5 | 100 | 1.50 | 9 | 100 | 1.50 | 9 |"), "{md}");
     }
