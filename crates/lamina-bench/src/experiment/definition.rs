@@ -76,6 +76,17 @@ pub enum PhaseRole {
     },
 }
 
+impl fmt::Display for PhaseRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PhaseRole::Single => f.write_str("one comparison"),
+            PhaseRole::InsertSteps { steps } => write!(f, "inserts in {steps} data-size steps"),
+            PhaseRole::QueryAtSize { records } => write!(f, "lookups over {records} records"),
+            PhaseRole::LookupRatio { lookup_ratio } => write!(f, "G_R at W_l = {lookup_ratio}"),
+        }
+    }
+}
+
 /// One comparison of an experiment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Phase {

@@ -131,7 +131,7 @@ impl ExperimentReport {
         for (phase, role) in self.phases.iter().zip(roles) {
             let _ = writeln!(
                 md,
-                "## Phase `{}` ({role:?})\n\n```\n{}```\n",
+                "## Phase `{}`: {role}\n\n```\n{}```\n",
                 phase.name,
                 render_table(&phase.report)
             );
