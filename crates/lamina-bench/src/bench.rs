@@ -185,6 +185,7 @@ fn run_report(engine: &str, round: u32, workload: &str, result: &RunResult) -> R
         timeline: TimelineReport {
             bucket_ops: m.timeline.bucket_ops,
             bucket_max_us: m.timeline.bucket_max_ns.iter().map(us).collect(),
+            bucket_mean_us: m.timeline.bucket_mean_ns().iter().map(|ns| ns / 1000.0).collect(),
             interval_ms: m.timeline.interval_ns as f64 / 1e6,
             interval_ops_s: m.timeline.interval_ops_per_s(),
             interval_max_us: m.timeline.interval_max_ns.iter().map(us).collect(),

@@ -34,15 +34,15 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
-fn color(i: usize) -> RGBColor {
+pub(crate) fn color(i: usize) -> RGBColor {
     COLORS[i % COLORS.len()]
 }
 
-type Drawn = std::result::Result<(), String>;
+pub(crate) type Drawn = std::result::Result<(), String>;
 
 /// Axis labels without spurious decimals (`100000`, `2.5`, `0.25`).
 #[allow(clippy::trivially_copy_pass_by_ref)] // plotters passes label values by reference
-fn label(v: &f64) -> String {
+pub(crate) fn label(v: &f64) -> String {
     let a = v.abs();
     if a >= 10.0 || a == 0.0 {
         format!("{v:.0}")
@@ -53,12 +53,12 @@ fn label(v: &f64) -> String {
     }
 }
 
-fn err<E: std::fmt::Display>(e: E) -> String {
+pub(crate) fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
 /// A log-scale range covering `values` (positive ones), with some head room.
-fn log_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+pub(crate) fn log_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     let (mut lo, mut hi) = (f64::MAX, 0.0f64);
     for v in values.filter(|v| *v > 0.0 && v.is_finite()) {
         lo = lo.min(v);

@@ -95,6 +95,83 @@ fn recorded_trace_replays_with_dir_layout() {
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
+fn run_experiment(args: &[&str]) -> (tempfile::TempDir, serde_json::Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let mut all = vec!["bench", "--quiet", "--out", out_dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = lamina(&all);
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("report.json")).unwrap())
+            .unwrap();
+    assert_eq!(report["schema"], "lamina-bench-experiment");
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    (dir, report, md)
+}
+
+#[test]
+fn nbtree_insert_reports_steps_and_query_sizes() {
+    let (dir, report, md) =
+        run_experiment(&["--experiment", "nbtree-insert", "--ops", "400", "--engines", "mem"]);
+    let steps = &report["insert_steps"];
+    assert_eq!(steps["step_ops"], 40);
+    assert_eq!(steps["records_end"].as_array().unwrap().len(), 10);
+    assert_eq!(steps["engines"][0]["mean_us"].as_array().unwrap().len(), 10);
+    let phases: Vec<&str> =
+        report["phases"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(phases, ["insert", "query-100", "query-200", "query-400"]);
+    let xs: Vec<f64> = report["series"][0]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["x"].as_f64().unwrap())
+        .collect();
+    assert_eq!(xs, [100.0, 200.0, 400.0]);
+    assert!(md.contains("Insert time vs data size") && md.contains("| 400 |"), "{md}");
+    let plots = dir.path().join("out/plots");
+    for chart in ["insert_mean_vs_size", "insert_max_vs_size", "query_mean", "query_max"] {
+        assert!(plots.join(format!("{chart}.png")).exists(), "{chart}");
+    }
+    assert!(dir.path().join("out/insert/timeline.csv").exists());
+}
+
+#[test]
+fn fdfc_vs_btree_and_contest_run_small() {
+    let (dir, report, md) = run_experiment(&[
+        "--experiment",
+        "fdfc-vs-btree",
+        "--ops",
+        "300",
+        "--preload",
+        "200",
+        "--threads",
+        "2",
+        "--engines",
+        "mem",
+    ]);
+    assert_eq!(report["phases"].as_array().unwrap().len(), 5);
+    assert_eq!(report["series"][0]["points"].as_array().unwrap().len(), 5);
+    assert!(md.contains("| 0.2 |"), "{md}");
+    assert!(dir.path().join("out/plots/lookup_ratio_throughput.png").exists());
+    let (dir, report, _) = run_experiment(&[
+        "--experiment",
+        "contest",
+        "--ops",
+        "200",
+        "--preload",
+        "300",
+        "--engines",
+        "mem",
+    ]);
+    let params = &report["phases"][0]["report"]["params"];
+    assert_eq!(
+        (params["threads"].as_u64(), params["durability"].as_str()),
+        (Some(32), Some("sync"))
+    );
+    assert!(dir.path().join("out/plots/contest/comparison.png").exists());
+}
+
 #[test]
 fn bad_flags_fail_with_one_line() {
     for args in [

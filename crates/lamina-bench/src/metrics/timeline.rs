@@ -20,6 +20,11 @@ pub struct Timeline {
     pub bucket_ops: u64,
     /// Largest latency (ns) of each bucket of K requests; 0 for an empty bucket.
     pub bucket_max_ns: Vec<u64>,
+    /// Sum of the latencies (ns) of each bucket, for its mean (NB-tree Figure 6's average
+    /// insertion time per data-size step).
+    pub bucket_sum_ns: Vec<u64>,
+    /// Requests recorded in each bucket (K except the last, or with `--duration`).
+    pub bucket_count: Vec<u64>,
     /// Interval length in nanoseconds.
     pub interval_ns: u64,
     /// Completions per interval since the start of the measurement.
@@ -38,6 +43,8 @@ impl Timeline {
         Timeline {
             bucket_ops,
             bucket_max_ns: Vec::new(),
+            bucket_sum_ns: Vec::new(),
+            bucket_count: Vec::new(),
             interval_ns,
             interval_ops: Vec::new(),
             interval_max_ns: Vec::new(),
@@ -52,8 +59,12 @@ impl Timeline {
         if bucket < BUCKETS_MAX {
             if self.bucket_max_ns.len() <= bucket {
                 self.bucket_max_ns.resize(bucket + 1, 0);
+                self.bucket_sum_ns.resize(bucket + 1, 0);
+                self.bucket_count.resize(bucket + 1, 0);
             }
             self.bucket_max_ns[bucket] = self.bucket_max_ns[bucket].max(latency_ns);
+            self.bucket_sum_ns[bucket] = self.bucket_sum_ns[bucket].saturating_add(latency_ns);
+            self.bucket_count[bucket] += 1;
         }
         let interval = (completed_ns / self.interval_ns) as usize;
         if interval < INTERVALS_MAX {
@@ -74,13 +85,19 @@ impl Timeline {
             "merging unlike timelines"
         );
         merge_max(&mut self.bucket_max_ns, &other.bucket_max_ns);
+        merge_add(&mut self.bucket_sum_ns, &other.bucket_sum_ns);
+        merge_add(&mut self.bucket_count, &other.bucket_count);
         merge_max(&mut self.interval_max_ns, &other.interval_max_ns);
-        if self.interval_ops.len() < other.interval_ops.len() {
-            self.interval_ops.resize(other.interval_ops.len(), 0);
-        }
-        for (a, b) in self.interval_ops.iter_mut().zip(&other.interval_ops) {
-            *a += b;
-        }
+        merge_add(&mut self.interval_ops, &other.interval_ops);
+    }
+
+    /// Mean latency (ns) of each bucket; 0 for an empty bucket.
+    pub fn bucket_mean_ns(&self) -> Vec<f64> {
+        self.bucket_sum_ns
+            .iter()
+            .zip(&self.bucket_count)
+            .map(|(&sum, &n)| if n == 0 { 0.0 } else { sum as f64 / n as f64 })
+            .collect()
     }
 
     /// Notes that the run ended `end_ns` after the start of the measurement, so the last
@@ -101,6 +118,15 @@ impl Timeline {
                 n as f64 * 1e9 / length_ns as f64
             })
             .collect()
+    }
+}
+
+fn merge_add(into: &mut Vec<u64>, from: &[u64]) {
+    if into.len() < from.len() {
+        into.resize(from.len(), 0);
+    }
+    for (a, b) in into.iter_mut().zip(from) {
+        *a = a.saturating_add(*b);
     }
 }
 
@@ -127,6 +153,9 @@ mod tests {
         }
         a.merge(&b);
         assert_eq!(a.bucket_max_ns, vec![27, 57, 72]);
+        assert_eq!(a.bucket_count, vec![10, 10, 5]);
+        // Bucket 0 holds requests 0..10 with latencies 0, 3, ..., 27: mean 13.5.
+        assert_eq!(a.bucket_mean_ns(), vec![13.5, 43.5, 66.0]);
         assert_eq!(a.interval_ops.iter().sum::<u64>(), 25);
         assert_eq!(a.interval_ops[0], 10);
         assert!((a.interval_ops_per_s()[0] - 10_000.0).abs() < 1e-6);

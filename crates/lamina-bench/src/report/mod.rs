@@ -11,3 +11,6 @@ pub use schema::{
     SkippedEngine, TimelineReport,
 };
 pub use table::{render_comparison, render_table};
+
+#[cfg(test)]
+pub(crate) use schema::tests::sample_report;

@@ -181,6 +181,10 @@ pub struct TimelineReport {
     pub bucket_ops: u64,
     /// Largest R_p of each bucket of K consecutive requests (FD+FC Figure 1), microseconds.
     pub bucket_max_us: Vec<f64>,
+    /// Mean R_p of each bucket, microseconds (0 for an empty bucket; absent in reports
+    /// written before it was added).
+    #[serde(default)]
+    pub bucket_mean_us: Vec<f64>,
     /// Interval length, milliseconds.
     pub interval_ms: f64,
     /// Completions per second in each interval.
@@ -270,6 +274,7 @@ pub(crate) mod tests {
             timeline: TimelineReport {
                 bucket_ops: 2,
                 bucket_max_us: vec![1.5, 2.5, 0.0],
+                bucket_mean_us: vec![1.0, 2.0, 0.0],
                 interval_ms: 100.0,
                 interval_ops_s: vec![60.0],
                 interval_max_us: vec![2.5],

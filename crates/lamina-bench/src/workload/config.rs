@@ -5,7 +5,9 @@ use std::{fmt, path::PathBuf, str::FromStr};
 use lamina_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{Contest, Gr, Insert, Ltu, Tpcc, TraceReader, Workload, Ycsb, YcsbVariant};
+use super::{
+    Contest, Gr, Insert, InsertQuery, Ltu, Tpcc, TraceReader, Workload, Ycsb, YcsbVariant,
+};
 
 /// The workloads `lamina bench` knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,6 +23,8 @@ pub enum WorkloadKind {
     Ltu,
     /// NB-tree insert workload.
     Insert,
+    /// NB-tree query workload: lookups of uniformly chosen keys of an `insert` preload.
+    InsertQuery,
     /// YCSB core workload A (50 read / 50 update, zipfian).
     YcsbA,
     /// YCSB B (95 read / 5 update, zipfian).
@@ -39,12 +43,13 @@ pub enum WorkloadKind {
 
 impl WorkloadKind {
     /// Every workload, in listing order.
-    pub const ALL: [WorkloadKind; 12] = [
+    pub const ALL: [WorkloadKind; 13] = [
         WorkloadKind::Gr,
         WorkloadKind::Tpcc,
         WorkloadKind::Contest,
         WorkloadKind::Ltu,
         WorkloadKind::Insert,
+        WorkloadKind::InsertQuery,
         WorkloadKind::YcsbA,
         WorkloadKind::YcsbB,
         WorkloadKind::YcsbC,
@@ -62,6 +67,7 @@ impl WorkloadKind {
             WorkloadKind::Contest => "contest",
             WorkloadKind::Ltu => "ltu",
             WorkloadKind::Insert => "insert",
+            WorkloadKind::InsertQuery => "insert-query",
             WorkloadKind::YcsbA => "ycsb-a",
             WorkloadKind::YcsbB => "ycsb-b",
             WorkloadKind::YcsbC => "ycsb-c",
@@ -84,7 +90,7 @@ impl WorkloadKind {
     /// Default value size.
     pub fn default_value_bytes(self) -> usize {
         match self {
-            WorkloadKind::Insert => 128, // NB-tree section 6.1
+            WorkloadKind::Insert | WorkloadKind::InsertQuery => 128, // NB-tree section 6.1
             WorkloadKind::YcsbA
             | WorkloadKind::YcsbB
             | WorkloadKind::YcsbC
@@ -102,7 +108,13 @@ impl WorkloadKind {
 
     /// Whether keys are [`crate::int_key`]s (then at least 8 bytes).
     pub fn has_integer_keys(self) -> bool {
-        !matches!(self, WorkloadKind::Insert | WorkloadKind::Tpcc | WorkloadKind::Replay)
+        !matches!(
+            self,
+            WorkloadKind::Insert
+                | WorkloadKind::InsertQuery
+                | WorkloadKind::Tpcc
+                | WorkloadKind::Replay
+        )
     }
 
     /// Expected fraction of requests that are reads (`get`/`scan`), for splitting the
@@ -116,7 +128,7 @@ impl WorkloadKind {
             WorkloadKind::Insert => 0.0,
             WorkloadKind::Contest | WorkloadKind::YcsbA | WorkloadKind::YcsbF => 0.5,
             WorkloadKind::YcsbB | WorkloadKind::YcsbD | WorkloadKind::YcsbE => 0.95,
-            WorkloadKind::YcsbC => 1.0,
+            WorkloadKind::YcsbC | WorkloadKind::InsertQuery => 1.0,
             WorkloadKind::Replay => return None,
         })
     }
@@ -281,6 +293,7 @@ impl WorkloadConfig {
                 | WorkloadKind::YcsbC
                 | WorkloadKind::YcsbE
                 | WorkloadKind::YcsbF
+                | WorkloadKind::InsertQuery
         );
         if needs_records && self.preload == 0 {
             return Err(Error::option(
@@ -288,6 +301,16 @@ impl WorkloadConfig {
                 format!(
                     "workload {} draws keys from the preloaded records; --preload must be at least 1",
                     self.kind
+                ),
+            ));
+        }
+        if self.kind == WorkloadKind::InsertQuery && self.preload > super::INSERT_QUERY_PRELOAD_MAX
+        {
+            return Err(Error::option(
+                "preload",
+                format!(
+                    "insert-query keeps its preloaded keys in memory; --preload must be at most {}",
+                    super::INSERT_QUERY_PRELOAD_MAX
                 ),
             ));
         }
@@ -315,6 +338,7 @@ impl WorkloadConfig {
             WorkloadKind::Contest => Box::new(Contest::new(self)),
             WorkloadKind::Ltu => Box::new(Ltu::new(self)),
             WorkloadKind::Insert => Box::new(Insert::new(self)),
+            WorkloadKind::InsertQuery => Box::new(InsertQuery::new(self)?),
             WorkloadKind::YcsbA => Box::new(Ycsb::new(self, YcsbVariant::A)),
             WorkloadKind::YcsbB => Box::new(Ycsb::new(self, YcsbVariant::B)),
             WorkloadKind::YcsbC => Box::new(Ycsb::new(self, YcsbVariant::C)),

@@ -1,9 +1,15 @@
-//! `insert`: the NB-tree paper's insert workload (section 6.1, "Dataset" and "Workload").
+//! `insert`: the NB-tree paper's insert workload (section 6.1, "Dataset" and "Workload"),
+//! and `insert-query`, its query workload.
 //!
 //! Starting from an empty index (unless `--preload` says otherwise), every request inserts
 //! a key of `--key-bytes` uniformly random bytes (8 in the paper) with a value of
 //! `--value-bytes` (128 in the paper). Random keys are what the paper uses "to focus on
 //! worst-case performance". The preload, if any, is drawn the same way.
+//!
+//! `insert-query` preloads `--preload` records exactly as `insert` does (same seed, same
+//! keys) and then looks up keys chosen uniformly among them: "n_Q query operations performed
+//! on an index built based on the dataset containing n keys ... we select keys uniformly from
+//! existing keys as the query input".
 
 use lamina_core::Result;
 use rand::{Rng, SeedableRng};
@@ -53,6 +59,53 @@ impl Workload for Insert {
     }
 }
 
+/// Most preloaded keys `insert-query` remembers (32 MiB of 8-byte keys).
+pub const INSERT_QUERY_PRELOAD_MAX: u64 = 1 << 22;
+
+/// The query generator: an [`Insert`] preload, then uniform lookups of its keys.
+#[derive(Debug)]
+pub struct InsertQuery {
+    insert: Insert,
+    /// Every preloaded key, `key_bytes` each, in preload order.
+    keys: Vec<u8>,
+    key_bytes: usize,
+    rng: ChaCha8Rng,
+}
+
+impl InsertQuery {
+    /// A generator for `config` (kind `insert-query`, validated: preload in
+    /// `1..=INSERT_QUERY_PRELOAD_MAX`).
+    pub fn new(config: &WorkloadConfig) -> Result<Self> {
+        config.validate()?;
+        let capacity = config.preload as usize * config.key_bytes;
+        Ok(InsertQuery {
+            insert: Insert::new(config),
+            keys: Vec::with_capacity(capacity),
+            key_bytes: config.key_bytes,
+            // A stream independent of the preload's, so the keys are the `insert` ones.
+            rng: ChaCha8Rng::seed_from_u64(config.seed ^ 0x5155_4552_5921),
+        })
+    }
+}
+
+impl Workload for InsertQuery {
+    fn next_preload(&mut self) -> Result<Option<Op>> {
+        let op = self.insert.next_preload()?;
+        if let Some(op) = &op {
+            self.keys.extend_from_slice(op.key());
+        }
+        Ok(op)
+    }
+
+    fn next_op(&mut self) -> Result<Option<Op>> {
+        let count = self.keys.len() / self.key_bytes;
+        assert!(count > 0, "validated: insert-query has a preload, read before the requests");
+        let i = self.rng.random_range(0..count);
+        let key = self.keys[i * self.key_bytes..(i + 1) * self.key_bytes].to_vec();
+        Ok(Some(Op::Get { key }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,5 +126,35 @@ mod tests {
         }
         // Uniform: each leading byte near 100 occurrences.
         assert!(first_byte.iter().all(|&c| (40..=170).contains(&c)), "{first_byte:?}");
+    }
+
+    #[test]
+    fn insert_query_looks_up_the_keys_insert_preloads() {
+        let config =
+            WorkloadConfig { preload: 50, ..WorkloadConfig::new(WorkloadKind::InsertQuery, 4) };
+        let mut q = InsertQuery::new(&config).unwrap();
+        let mut same =
+            Insert::new(&WorkloadConfig { kind: WorkloadKind::Insert, ..config.clone() });
+        let mut keys = std::collections::HashSet::new();
+        while let Some(op) = q.next_preload().unwrap() {
+            assert_eq!(
+                Some(op.key().to_vec()),
+                same.next_preload().unwrap().map(|o| o.key().to_vec())
+            );
+            keys.insert(op.key().to_vec());
+        }
+        assert_eq!(keys.len(), 50);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..2000 {
+            let op = q.next_op().unwrap().unwrap();
+            assert_eq!(op.kind(), OpKind::Get);
+            assert!(keys.contains(op.key()));
+            seen.insert(op.key().to_vec());
+        }
+        assert_eq!(seen.len(), 50, "uniform over all existing keys");
+        let empty = WorkloadConfig { preload: 0, ..config };
+        assert!(InsertQuery::new(&empty).is_err());
+        let huge = WorkloadConfig { preload: INSERT_QUERY_PRELOAD_MAX + 1, ..empty };
+        assert!(InsertQuery::new(&huge).is_err());
     }
 }

@@ -15,10 +15,11 @@ pub struct BenchArgs {
     /// that accept the settings].
     #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
     pub engines: Vec<String>,
-    /// Workload: gr, tpcc, contest, ltu, insert, ycsb-a ... ycsb-f, replay.
+    /// Workload: gr, tpcc, contest, ltu, insert, insert-query, ycsb-a ... ycsb-f, replay.
     #[arg(long, value_name = "NAME")]
     pub workload: Option<String>,
-    /// Run a named, scaled-down paper experiment (fdfc-figure1, contest) into --out DIR.
+    /// Run a named, scaled-down paper experiment into --out DIR: fdfc-figure1,
+    /// nbtree-insert, fdfc-vs-btree, contest (sizes scale with --ops and --preload).
     #[arg(long, value_name = "NAME")]
     pub experiment: Option<String>,
     /// Output directory of --experiment (report.md, report.json, timeline.csv, plots/).

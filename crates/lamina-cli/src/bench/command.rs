@@ -7,7 +7,10 @@ use lamina::{Durability, Error, Result};
 use lamina_bench::{
     BenchConfig, BenchOutcome, DEFAULT_INTERVAL, EngineFactory, EngineParams, Factories, Mix,
     PeerFactory, WorkloadConfig, WorkloadKind, default_bucket_ops, default_warmup_ops,
-    experiment::{Experiment, ExperimentPlan},
+    experiment::{
+        Experiment, ExperimentOutcome, ExperimentPlan, ExperimentRequest, Scale, run_experiment,
+        write_experiment_plots,
+    },
     plot::write_plots,
     report::{render_table, write_timeline_csv},
     run_bench,
@@ -206,13 +209,8 @@ fn runner_kind(
     Ok(runner)
 }
 
-/// The whole configuration for `args` (global `--dir` and `--engine` given separately).
-pub fn bench_config(
-    args: &BenchArgs,
-    dir: Option<&Path>,
-    engine: Option<&str>,
-) -> Result<(BenchConfig, Option<Experiment>)> {
-    let experiment = args.experiment.as_deref().map(str::parse::<Experiment>).transpose()?;
+/// `--experiment` and `--out` go together; flags an experiment fixes itself are refused.
+fn check_experiment_flags(args: &BenchArgs, experiment: Option<Experiment>) -> Result<()> {
     match (&experiment, &args.out) {
         (Some(_), None) => {
             return Err(bad("out", "--experiment writes its report into --out DIR; give --out"));
@@ -228,6 +226,41 @@ pub fn bench_config(
     if experiment.is_some() && args.workload.is_some() {
         return Err(bad("experiment", "--experiment fixes the workload; drop --workload"));
     }
+    if experiment.is_none() {
+        return Ok(());
+    }
+    let fixed = [
+        ("mix", args.mix.is_some()),
+        ("duration", args.duration.is_some()),
+        ("warmup", args.warmup.is_some()),
+        ("bucket-ops", args.bucket_ops.is_some()),
+        ("readers", args.readers.is_some()),
+        ("writers", args.writers.is_some()),
+        ("rate", args.rate.is_some()),
+        ("queue-slots", args.queue_slots.is_some()),
+        ("json", args.json.is_some()),
+        ("plot", args.plot.is_some()),
+        ("csv-timeline", args.csv_timeline.is_some()),
+    ];
+    if let Some((flag, _)) = fixed.iter().find(|(_, given)| *given) {
+        return Err(bad(
+            "experiment",
+            format!(
+                "--{flag} does not apply to --experiment (it fixes the workload and writes into --out; scale it with --ops, --preload, --threads)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The whole configuration for `args` (global `--dir` and `--engine` given separately).
+pub fn bench_config(
+    args: &BenchArgs,
+    dir: Option<&Path>,
+    engine: Option<&str>,
+) -> Result<(BenchConfig, Option<Experiment>)> {
+    let experiment = args.experiment.as_deref().map(str::parse::<Experiment>).transpose()?;
+    check_experiment_flags(args, experiment)?;
     if dir.is_some() && args.keep {
         return Err(bad(
             "keep",
@@ -386,8 +419,63 @@ pub fn run(args: &BenchArgs, dir: Option<&Path>, engine: Option<&str>) -> Result
         return Ok(());
     }
     prepare_output_dirs(args)?;
+    if let (Some(experiment), Some(out)) = (experiment, &args.out)
+        && experiment != Experiment::FdfcFigure1
+    {
+        return run_named_experiment(args, experiment, config, out);
+    }
     let outcome = run_bench(&engines(), &config, &mut |note| eprintln!("lamina bench: {note}"))?;
     write_outputs(args, &outcome, experiment)
+}
+
+/// The experiment's phases at the scale the command line asked for.
+fn experiment_request(
+    args: &BenchArgs,
+    experiment: Experiment,
+    base: BenchConfig,
+) -> Result<ExperimentRequest> {
+    let scale = Scale {
+        ops: args.ops,
+        preload: args.preload,
+        key_bytes: args.key_bytes,
+        value_bytes: args.value_bytes,
+    };
+    Ok(ExperimentRequest {
+        experiment,
+        phases: experiment.phases(args.seed, scale)?,
+        runner_override: args.threads.map(|threads| RunnerKind::Closed { threads }),
+        engines_given: !base.engines.is_empty(),
+        base,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    })
+}
+
+/// Runs a multi-phase experiment and writes `report.md`, `report.json`,
+/// `<phase>/timeline.csv` and `plots/` into `out`; prints the markdown.
+fn run_named_experiment(
+    args: &BenchArgs,
+    experiment: Experiment,
+    base: BenchConfig,
+    out: &Path,
+) -> Result<()> {
+    let request = experiment_request(args, experiment, base)?;
+    let outcome: ExperimentOutcome =
+        run_experiment(&engines(), &request, &mut |note| eprintln!("lamina bench: {note}"))?;
+    let roles: Vec<_> = outcome.phases.iter().map(|(p, _)| p.role).collect();
+    let markdown = outcome.report.to_markdown(&roles);
+    let json = serde_json::to_string_pretty(&outcome.report)
+        .map_err(|e| Error::io("encoding the JSON report", std::io::Error::other(e)))?;
+    write_file(&out.join("report.md"), &markdown)?;
+    write_file(&out.join("report.json"), &(json + "\n"))?;
+    for (phase, bench) in &outcome.phases {
+        let dir = out.join(&phase.name);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        write_timeline_csv(&bench.report, &dir.join("timeline.csv"))?;
+    }
+    write_experiment_plots(&outcome, &out.join("plots"))?;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(markdown.as_bytes()).map_err(|e| Error::io("printing the report", e))
 }
 
 #[cfg(test)]
@@ -449,6 +537,12 @@ mod tests {
         assert_eq!(e, Some(Experiment::FdfcFigure1));
         assert_eq!(c.workload.kind, WorkloadKind::Insert);
         assert_eq!(c.run.bucket_ops, 1000);
+        let (c, e) = config("--experiment contest --out x").unwrap();
+        assert_eq!(e, Some(Experiment::Contest));
+        assert_eq!(c.run.runner, RunnerKind::Closed { threads: 32 });
+        let (c, e) = config("--experiment nbtree-insert --out x --ops 1000").unwrap();
+        assert_eq!(e, Some(Experiment::NbtreeInsert));
+        assert_eq!((c.workload.kind, c.run.ops), (WorkloadKind::Insert, Some(1000)));
         let (c, _) = config("--duration 1.5").unwrap();
         assert_eq!((c.run.ops, c.run.duration), (None, Some(Duration::from_millis(1500))));
     }
@@ -467,6 +561,9 @@ mod tests {
         refused("--out d", "--out goes with --experiment");
         refused("--experiment contest --out d --workload gr", "drop --workload");
         refused("--experiment nope --out d", "unknown experiment");
+        refused("--experiment fdfc-vs-btree --out d --mix 1:1:1", "--mix does not apply");
+        refused("--experiment contest --out d --json j", "--json does not apply");
+        refused("--experiment nbtree-insert --out d --duration 3", "--duration does not apply");
         refused("--workload nope", "unknown workload");
         refused("--emulate", "give --device");
         refused("--device floppy", "known profiles: host");

@@ -1,0 +1,398 @@
+//! `--experiment NAME`: scaled-down reproductions of the papers' headline experiments, each
+//! a list of [`Phase`]s (one `run_bench` comparison each) run against the same engines.
+//!
+//! - `fdfc-figure1`: FD+FC Figure 1, "completion time of an insertion request ... over
+//!   the course of two million insertions, starting with an empty index ... grouped into
+//!   buckets each containing 10,000 requests; we plot the longest observed time per
+//!   request in each bucket". Scaled down: 200,000 uniform random inserts (the `insert`
+//!   workload), one thread, buckets of 1,000.
+//! - `nbtree-insert`: NB-tree section 6.1 (8-byte uniform random keys, 128-byte values).
+//!   Phase `insert`: `--ops` inserts (500,000 by default, 68 MB of raw data) into an empty index, split into
+//!   [`NBTREE_STEPS`] data-size steps whose mean and maximum insert time are Figures 6-7.
+//!   Phases `query-N`: n_Q = 10^4 lookups of uniformly chosen existing keys after loading
+//!   N records with the insert phase's random keys (workload `insert-query`), for N at a
+//!   quarter, half and all of `--ops` (Figures 8-9).
+//! - `fdfc-vs-btree`: FD+FC section 5.3, Figure 10: G_R with lookup fraction W_l in
+//!   [`FDFC_LOOKUP_RATIOS`], insertions and deletions splitting the rest equally, 8 client
+//!   threads (section 5's default), 200,000 requests per ratio over `--preload` keys
+//!   (1,000,000 by default, so the index outgrows the 15 MiB cache as in the paper).
+//! - `contest`: the SIGMOD 2011 contest mix (prefix-tree paper, section 4, Table 1) at 32
+//!   client threads with every write durable (`Durability::Sync`) over 100,000 preloaded
+//!   keys; 20,000 measured requests per engine by default (after 2,000 warm-up), so that
+//!   the slowest durable engines (LMDB, one synced writer at a time) finish in seconds to
+//!   a minute: few requests per client thread, so tails rest on few samples.
+
+use std::{fmt, str::FromStr};
+
+use lamina_core::{Durability, Error, Result};
+
+use crate::{Mix, WorkloadConfig, WorkloadKind, runner::RunnerKind};
+
+/// Data-size steps of `nbtree-insert`'s insert phase (one every 10% of the inserts).
+pub const NBTREE_STEPS: u64 = 10;
+/// n_Q of NB-tree section 6.1: queries per query workload.
+pub const NBTREE_QUERIES: u64 = 10_000;
+/// Data sizes of the query phases, as fractions of the insert count.
+pub const NBTREE_QUERY_FRACTIONS: [(u64, u64); 3] = [(1, 4), (1, 2), (1, 1)];
+/// W_l of `fdfc-vs-btree` (FD+FC Figure 10's x axis, scaled to five points).
+pub const FDFC_LOOKUP_RATIOS: [f64; 5] = [0.0, 0.2, 0.5, 0.8, 1.0];
+/// Client threads of `fdfc-vs-btree` (FD+FC section 5's default worker count).
+pub const FDFC_THREADS: usize = 8;
+/// Client threads of the contest (prefix-tree paper, section 4).
+pub const CONTEST_THREADS: usize = 32;
+
+/// A named experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Experiment {
+    /// FD+FC Figure 1: max insert latency per bucket.
+    FdfcFigure1,
+    /// NB-tree Figures 6-9: insert and query time vs data size.
+    NbtreeInsert,
+    /// FD+FC Figure 10: G_R across lookup ratios, FD+FC vs Berkeley DB.
+    FdfcVsBtree,
+    /// SIGMOD 2011 contest mix, 32 threads, durable writes.
+    Contest,
+}
+
+/// What a phase is for, which decides how the report aggregates it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PhaseRole {
+    /// A plain comparison (table with ratios).
+    Single,
+    /// Inserts split into data-size steps (`steps` buckets of the timeline).
+    InsertSteps {
+        /// Number of steps.
+        steps: u64,
+    },
+    /// Lookups over an index of `records` records.
+    QueryAtSize {
+        /// Data size in records.
+        records: u64,
+    },
+    /// G_R at lookup fraction W_l.
+    LookupRatio {
+        /// W_l.
+        lookup_ratio: f64,
+    },
+}
+
+impl fmt::Display for PhaseRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PhaseRole::Single => f.write_str("one comparison"),
+            PhaseRole::InsertSteps { steps } => write!(f, "inserts in {steps} data-size steps"),
+            PhaseRole::QueryAtSize { records } => write!(f, "lookups over {records} records"),
+            PhaseRole::LookupRatio { lookup_ratio } => write!(f, "G_R at W_l = {lookup_ratio}"),
+        }
+    }
+}
+
+/// One comparison of an experiment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    /// File-name-safe name (`insert`, `query-50000`, `wl-0.2`, ...).
+    pub name: String,
+    /// How the report reads it.
+    pub role: PhaseRole,
+    /// The workload.
+    pub workload: WorkloadConfig,
+    /// Closed-loop client threads unless the command line chose a runner.
+    pub threads: usize,
+    /// Measured requests.
+    pub ops: u64,
+    /// Warm-up requests.
+    pub warmup_ops: u64,
+    /// K of the max-latency series.
+    pub bucket_ops: u64,
+    /// Durability the experiment fixes (the contest's durable writes), if any.
+    pub durability: Option<Durability>,
+}
+
+/// The command line's say in an experiment's size (`None`: the experiment's default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scale {
+    /// `--ops`: inserts (nbtree-insert) or measured requests per phase.
+    pub ops: Option<u64>,
+    /// `--preload`: initial records (not nbtree-insert, which derives its sizes from ops).
+    pub preload: Option<u64>,
+    /// `--key-bytes`.
+    pub key_bytes: Option<usize>,
+    /// `--value-bytes`.
+    pub value_bytes: Option<usize>,
+}
+
+/// What an experiment fixes for its first phase (kept for flag validation).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExperimentPlan {
+    /// The workload.
+    pub workload: WorkloadConfig,
+    /// The runner.
+    pub runner: RunnerKind,
+    /// Measured requests unless overridden.
+    pub ops: u64,
+    /// K of the max-latency series.
+    pub bucket_ops: u64,
+    /// Warm-up requests.
+    pub warmup_ops: u64,
+}
+
+/// `total` requests in `steps` steps: requests per step (the last may be short).
+pub fn step_ops(total: u64, steps: u64) -> u64 {
+    assert!(steps > 0, "at least one step");
+    total.div_ceil(steps).max(1)
+}
+
+impl Experiment {
+    /// Every experiment.
+    pub const ALL: [Experiment; 4] = [
+        Experiment::FdfcFigure1,
+        Experiment::NbtreeInsert,
+        Experiment::FdfcVsBtree,
+        Experiment::Contest,
+    ];
+
+    /// Command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Experiment::FdfcFigure1 => "fdfc-figure1",
+            Experiment::NbtreeInsert => "nbtree-insert",
+            Experiment::FdfcVsBtree => "fdfc-vs-btree",
+            Experiment::Contest => "contest",
+        }
+    }
+
+    /// The paper figure it reproduces, for report titles.
+    pub fn title(self) -> &'static str {
+        match self {
+            Experiment::FdfcFigure1 => "FD+FC Figure 1: max insert latency per bucket",
+            Experiment::NbtreeInsert => {
+                "NB-tree Figures 6-9: insert and query time vs data size (8-byte keys, 128-byte values)"
+            }
+            Experiment::FdfcVsBtree => {
+                "FD+FC Figure 10: G_R across lookup ratios, FD+tree vs Berkeley DB"
+            }
+            Experiment::Contest => {
+                "SIGMOD 2011 contest mix, 32 client threads, every write durable"
+            }
+        }
+    }
+
+    /// The phases with `seed`, scaled by the command line.
+    #[allow(clippy::too_many_lines)] // one match arm per experiment, each a literal table
+    pub fn phases(self, seed: u64, scale: Scale) -> Result<Vec<Phase>> {
+        let sized = |mut w: WorkloadConfig| {
+            if let Some(k) = scale.key_bytes {
+                w.key_bytes = k;
+            }
+            if let Some(v) = scale.value_bytes {
+                w.value_bytes = v;
+            }
+            w
+        };
+        let phases = match self {
+            Experiment::FdfcFigure1 => {
+                let mut w = WorkloadConfig::new(WorkloadKind::Insert, seed);
+                w.preload = scale.preload.unwrap_or(0); // the figure starts from an empty index
+                vec![Phase {
+                    name: "insert".into(),
+                    role: PhaseRole::Single,
+                    workload: sized(w),
+                    threads: 1,
+                    ops: scale.ops.unwrap_or(200_000),
+                    warmup_ops: 0,
+                    bucket_ops: 1_000,
+                    durability: None,
+                }]
+            }
+            Experiment::NbtreeInsert => {
+                if scale.preload.is_some() {
+                    return Err(Error::option(
+                        "preload",
+                        "nbtree-insert starts from an empty index and sizes its query phases from --ops",
+                    ));
+                }
+                let inserts = scale.ops.unwrap_or(500_000);
+                let mut insert = WorkloadConfig::new(WorkloadKind::Insert, seed);
+                insert.preload = 0;
+                let mut phases = vec![Phase {
+                    name: "insert".into(),
+                    role: PhaseRole::InsertSteps { steps: NBTREE_STEPS },
+                    workload: sized(insert),
+                    threads: 1,
+                    ops: inserts,
+                    warmup_ops: 0, // Figure 6 starts from an empty index
+                    bucket_ops: step_ops(inserts, NBTREE_STEPS),
+                    durability: None,
+                }];
+                for (num, den) in NBTREE_QUERY_FRACTIONS {
+                    let records = (inserts * num / den).max(1);
+                    let mut query = WorkloadConfig::new(WorkloadKind::InsertQuery, seed);
+                    query.preload = records;
+                    phases.push(Phase {
+                        name: format!("query-{records}"),
+                        role: PhaseRole::QueryAtSize { records },
+                        workload: sized(query),
+                        threads: 1,
+                        ops: NBTREE_QUERIES,
+                        warmup_ops: 0, // the paper measures n_Q queries on the built index
+                        bucket_ops: step_ops(NBTREE_QUERIES, NBTREE_STEPS),
+                        durability: None,
+                    });
+                }
+                phases
+            }
+            Experiment::FdfcVsBtree => {
+                let ops = scale.ops.unwrap_or(200_000);
+                FDFC_LOOKUP_RATIOS
+                    .iter()
+                    .map(|&lookup_ratio| {
+                        let mut w = WorkloadConfig::new(WorkloadKind::Gr, seed);
+                        w.preload = scale.preload.unwrap_or(1_000_000);
+                        let rest = (1.0 - lookup_ratio) / 2.0;
+                        w.mix = Mix { weights: [lookup_ratio, rest, rest] };
+                        Phase {
+                            name: format!("wl-{lookup_ratio:.1}"),
+                            role: PhaseRole::LookupRatio { lookup_ratio },
+                            workload: sized(w),
+                            threads: FDFC_THREADS,
+                            ops,
+                            warmup_ops: (ops / 20).min(10_000),
+                            bucket_ops: step_ops(ops, 500),
+                            durability: None,
+                        }
+                    })
+                    .collect()
+            }
+            Experiment::Contest => {
+                let ops = scale.ops.unwrap_or(20_000);
+                let mut w = WorkloadConfig::new(WorkloadKind::Contest, seed);
+                w.preload = scale.preload.unwrap_or(100_000);
+                vec![Phase {
+                    name: "contest".into(),
+                    role: PhaseRole::Single,
+                    workload: sized(w),
+                    threads: CONTEST_THREADS,
+                    ops,
+                    warmup_ops: ops / 10,
+                    bucket_ops: step_ops(ops, 100),
+                    durability: Some(Durability::Sync),
+                }]
+            }
+        };
+        for phase in &phases {
+            phase.workload.validate()?;
+        }
+        Ok(phases)
+    }
+
+    /// The first phase's settings with `seed` (what the command line validates its flags
+    /// against).
+    pub fn plan(self, seed: u64) -> ExperimentPlan {
+        let first = self
+            .phases(seed, Scale::default())
+            .expect("default experiment settings are valid")
+            .swap_remove(0);
+        ExperimentPlan {
+            workload: first.workload,
+            runner: RunnerKind::Closed { threads: first.threads },
+            ops: first.ops,
+            bucket_ops: first.bucket_ops,
+            warmup_ops: first.warmup_ops,
+        }
+    }
+}
+
+impl fmt::Display for Experiment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Experiment {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Experiment::ALL.into_iter().find(|e| e.name() == s).ok_or_else(|| {
+            let names: Vec<_> = Experiment::ALL.iter().map(|e| e.name()).collect();
+            Error::option(
+                "experiment",
+                format!("unknown experiment `{s}`; known: {}", names.join(", ")),
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::float_cmp)] // exact values built from exact inputs
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_roundtrip_and_unknown_names_are_refused() {
+        for e in Experiment::ALL {
+            assert_eq!(e.name().parse::<Experiment>().unwrap(), e);
+        }
+        assert!("nope".parse::<Experiment>().unwrap_err().to_string().contains("nbtree-insert"));
+    }
+
+    #[test]
+    fn step_ops_covers_the_total_in_at_most_the_given_steps() {
+        assert_eq!(step_ops(200_000, 10), 20_000);
+        assert_eq!(step_ops(105, 10), 11); // 9 steps of 11 and one of 6
+        assert_eq!(step_ops(5, 10), 1);
+        for (total, steps) in [(1, 1), (7, 3), (1000, 10), (999, 7)] {
+            let k = step_ops(total, steps);
+            assert!(total.div_ceil(k) <= steps && k * steps >= total, "{total} {steps}");
+        }
+    }
+
+    #[test]
+    fn nbtree_insert_is_inserts_in_ten_steps_then_queries_at_three_sizes() {
+        let phases = Experiment::NbtreeInsert.phases(7, Scale::default()).unwrap();
+        let names: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["insert", "query-125000", "query-250000", "query-500000"]);
+        let insert = &phases[0];
+        assert_eq!(insert.workload.kind, WorkloadKind::Insert);
+        assert_eq!((insert.workload.key_bytes, insert.workload.value_bytes), (8, 128));
+        assert_eq!((insert.workload.preload, insert.ops, insert.bucket_ops), (0, 500_000, 50_000));
+        assert_eq!(insert.role, PhaseRole::InsertSteps { steps: 10 });
+        for q in &phases[1..] {
+            assert_eq!(q.workload.kind, WorkloadKind::InsertQuery);
+            assert_eq!((q.workload.key_bytes, q.workload.value_bytes), (8, 128));
+            assert_eq!(q.ops, NBTREE_QUERIES);
+            assert_eq!(q.role, PhaseRole::QueryAtSize { records: q.workload.preload });
+        }
+        let scaled =
+            Experiment::NbtreeInsert.phases(7, Scale { ops: Some(1000), ..Scale::default() });
+        let scaled = scaled.unwrap();
+        assert_eq!((scaled[0].ops, scaled[0].bucket_ops), (1000, 100));
+        assert_eq!(scaled[3].workload.preload, 1000);
+        let preload = Scale { preload: Some(5), ..Scale::default() };
+        assert!(Experiment::NbtreeInsert.phases(7, preload).is_err());
+    }
+
+    #[test]
+    fn fdfc_vs_btree_sweeps_the_lookup_ratio_with_equal_inserts_and_deletes() {
+        let phases = Experiment::FdfcVsBtree.phases(7, Scale::default()).unwrap();
+        assert_eq!(phases.len(), FDFC_LOOKUP_RATIOS.len());
+        for (p, wl) in phases.iter().zip(FDFC_LOOKUP_RATIOS) {
+            let [l, i, d] = p.workload.mix.normalized();
+            assert!((l - wl).abs() < 1e-12 && (i - d).abs() < 1e-12 && (l + i + d - 1.0) < 1e-12);
+            assert_eq!(p.role, PhaseRole::LookupRatio { lookup_ratio: wl });
+            assert_eq!((p.threads, p.workload.preload), (FDFC_THREADS, 1_000_000));
+        }
+        assert_eq!(phases[1].name, "wl-0.2");
+    }
+
+    #[test]
+    fn contest_is_durable_at_32_threads() {
+        let phases = Experiment::Contest.phases(7, Scale::default()).unwrap();
+        let [p] = phases.as_slice() else { panic!("one phase") };
+        assert_eq!(p.workload.kind, WorkloadKind::Contest);
+        assert_eq!((p.threads, p.durability), (32, Some(Durability::Sync)));
+        let plan = Experiment::Contest.plan(7);
+        assert_eq!(plan.runner, RunnerKind::Closed { threads: 32 });
+        let fig1 = Experiment::FdfcFigure1.plan(7);
+        assert_eq!((fig1.ops, fig1.bucket_ops, fig1.warmup_ops), (200_000, 1_000, 0));
+    }
+}

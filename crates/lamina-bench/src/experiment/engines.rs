@@ -1,0 +1,120 @@
+//! Which engines an experiment compares, from what the build offers.
+
+use super::Experiment;
+
+/// Peers of `nbtree-insert` (NB-tree section 6.1 compares LevelDB, RocksDB and B-trees).
+pub const NBTREE_PEERS: [&str; 3] = ["rocksdb", "leveldb", "wiredtiger-btree"];
+/// The B+-tree of FD+FC section 5.3.
+pub const FDFC_BTREE: &str = "bdb";
+
+/// The engines an experiment runs and the ones it wanted but this build lacks.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EngineSelection {
+    /// Engines to run, in order (ratios are to the first); empty: every engine that
+    /// accepts the experiment's settings (the bench skips the others with a note).
+    pub engines: Vec<String>,
+    /// Wanted but not offered, each with a one-line reason.
+    pub missing: Vec<(String, String)>,
+}
+
+fn is_lamina_disk_engine(name: &str) -> bool {
+    name.starts_with("fdtree") || name == "trie" || name == "mem"
+}
+
+/// The best FD+tree concurrency scheme offered: FD+FC, else the default `fdtree`, else
+/// any other `fdtree-*`.
+pub fn best_fdtree(offered: &[String]) -> Option<String> {
+    ["fdtree-fc", "fdtree"]
+        .into_iter()
+        .find(|name| offered.iter().any(|o| o == name))
+        .map(str::to_string)
+        .or_else(|| offered.iter().find(|o| o.starts_with("fdtree")).cloned())
+}
+
+impl Experiment {
+    /// The engines this experiment compares among `offered` (the factory's names).
+    pub fn select_engines(self, offered: &[String]) -> EngineSelection {
+        let has = |name: &str| offered.iter().any(|o| o == name);
+        let mut selection = EngineSelection::default();
+        let want_peer = |name: &str, selection: &mut EngineSelection| {
+            if has(name) {
+                selection.engines.push(name.to_string());
+            } else {
+                selection.missing.push((
+                    name.to_string(),
+                    "not in this build (peers need `--features peers`)".to_string(),
+                ));
+            }
+        };
+        match self {
+            Experiment::FdfcFigure1 | Experiment::Contest => {}
+            Experiment::NbtreeInsert => {
+                selection.engines =
+                    offered.iter().filter(|o| is_lamina_disk_engine(o)).cloned().collect();
+                for peer in NBTREE_PEERS {
+                    want_peer(peer, &mut selection);
+                }
+            }
+            Experiment::FdfcVsBtree => {
+                match best_fdtree(offered) {
+                    Some(name) => {
+                        if name != "fdtree-fc" {
+                            selection.missing.push((
+                                "fdtree-fc".into(),
+                                format!("FD+FC is not in this build; using `{name}` instead"),
+                            ));
+                        }
+                        selection.engines.push(name);
+                    }
+                    None => selection
+                        .missing
+                        .push(("fdtree-fc".into(), "no FD+tree engine in this build".into())),
+                }
+                want_peer(FDFC_BTREE, &mut selection);
+            }
+        }
+        selection
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_string()).collect()
+    }
+
+    #[test]
+    fn nbtree_takes_lamina_engines_then_the_peers_it_finds() {
+        let offered = names(&["fdtree-xm", "mem", "rocksdb", "leveldb", "lmdb", "bdb"]);
+        let s = Experiment::NbtreeInsert.select_engines(&offered);
+        assert_eq!(s.engines, names(&["fdtree-xm", "mem", "rocksdb", "leveldb"]));
+        assert_eq!(s.missing.len(), 1);
+        assert_eq!(s.missing[0].0, "wiredtiger-btree");
+        let lamina_only = Experiment::NbtreeInsert.select_engines(&names(&["fdtree-xm", "mem"]));
+        assert_eq!(lamina_only.engines, names(&["fdtree-xm", "mem"]));
+        assert_eq!(lamina_only.missing.len(), 3);
+    }
+
+    #[test]
+    fn fdfc_vs_btree_prefers_fdfc_and_falls_back_with_a_note() {
+        let with_fc = names(&["fdtree-xm", "fdtree-fc", "mem", "bdb"]);
+        let s = Experiment::FdfcVsBtree.select_engines(&with_fc);
+        assert_eq!((s.engines, s.missing), (names(&["fdtree-fc", "bdb"]), vec![]));
+        let s = Experiment::FdfcVsBtree.select_engines(&names(&["fdtree-xm", "mem"]));
+        assert_eq!(s.engines, names(&["fdtree-xm"]));
+        let missing: Vec<&str> = s.missing.iter().map(|m| m.0.as_str()).collect();
+        assert_eq!(missing, ["fdtree-fc", "bdb"]);
+        assert_eq!(best_fdtree(&names(&["fdtree", "fdtree-xm"])).as_deref(), Some("fdtree"));
+        assert_eq!(best_fdtree(&names(&["mem"])), None);
+    }
+
+    #[test]
+    fn contest_and_figure1_take_every_engine_that_accepts_the_settings() {
+        let offered = names(&["fdtree-xm", "mem", "bdb"]);
+        for e in [Experiment::Contest, Experiment::FdfcFigure1] {
+            assert_eq!(e.select_engines(&offered), EngineSelection::default());
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! Named, scaled-down reproductions of the papers' experiments (`--experiment NAME`):
+//! definitions, engine selection, running, per-step aggregation, report and figures.
+
+mod aggregate;
+mod chart;
+mod definition;
+mod engines;
+mod report;
+mod run;
+
+pub use aggregate::{EngineSteps, Point, Series, StepTable, phase_x, series, step_table};
+pub use chart::write_experiment_plots;
+pub use definition::{
+    CONTEST_THREADS, Experiment, ExperimentPlan, FDFC_LOOKUP_RATIOS, FDFC_THREADS, NBTREE_QUERIES,
+    NBTREE_QUERY_FRACTIONS, NBTREE_STEPS, Phase, PhaseRole, Scale, step_ops,
+};
+pub use engines::{EngineSelection, FDFC_BTREE, NBTREE_PEERS, best_fdtree};
+pub use report::{
+    EXPERIMENT_SCHEMA_NAME, EXPERIMENT_SCHEMA_VERSION, ExperimentReport, PhaseReport,
+    series_markdown, steps_markdown,
+};
+pub use run::{ExperimentOutcome, ExperimentRequest, phase_config, run_experiment};
