@@ -101,6 +101,7 @@ impl Db {
             EngineKind::Fdtree(mode) => {
                 let fdtree = FdTreeOptions {
                     memory_budget_bytes: options.memory_budget_bytes,
+                    cache_bytes: usize::try_from(options.cache_bytes).unwrap_or(usize::MAX),
                     mode,
                     durability: options.durability,
                     ..FdTreeOptions::default()

@@ -19,10 +19,14 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
-    /// Every engine this build contains, under every name it answers to. FD+DS and FD+FC
-    /// are listed once they are implemented.
-    pub const ALL: &'static [EngineKind] =
-        &[EngineKind::Fdtree(FcMode::Xm), EngineKind::Trie, EngineKind::Mem];
+    /// Every engine this build contains, under every name it answers to. FD+FC is listed
+    /// once it is implemented.
+    pub const ALL: &'static [EngineKind] = &[
+        EngineKind::Fdtree(FcMode::Xm),
+        EngineKind::Fdtree(FcMode::Ds),
+        EngineKind::Trie,
+        EngineKind::Mem,
+    ];
 
     /// The engine's name as used on the command line and in benchmarks.
     pub fn name(self) -> &'static str {
@@ -56,7 +60,10 @@ impl EngineKind {
                 "FD+tree (logarithmic method + fractional cascading, one-pass multi-level \
                  merge) with FD+XM: one readers-writer lock held by merges; logged, crash-safe"
             }
-            EngineKind::Fdtree(FcMode::Ds) => "FD+tree with FD+DS: merges build levels on the side",
+            EngineKind::Fdtree(FcMode::Ds) => {
+                "FD+tree with FD+DS: a background thread merges into new levels on the side \
+                 while lookups use the old ones; logged, crash-safe"
+            }
             EngineKind::Fdtree(FcMode::Fc) => {
                 "FD+tree with FD+FC: wavefront merge, readers never wait for a merge"
             }
@@ -120,6 +127,9 @@ mod tests {
         }
         assert_eq!(EngineKind::from_name("fdtree").unwrap(), EngineKind::default());
         let err = EngineKind::from_name("nope").unwrap_err();
-        assert!(err.to_string().contains("known: fdtree, fdtree-xm, trie, mem"), "{err}");
+        assert!(
+            err.to_string().contains("known: fdtree, fdtree-xm, fdtree-ds, trie, mem"),
+            "{err}"
+        );
     }
 }

@@ -38,6 +38,13 @@ mod fdtree_xm {
     });
 }
 
+mod fdtree_ds {
+    lamina_core::conformance_tests!(super::super::DbSubject {
+        dir: tempfile::tempdir().unwrap(),
+        kind: lamina::EngineKind::Fdtree(lamina::FcMode::Ds)
+    });
+}
+
 mod trie {
     lamina_core::conformance_tests!(super::super::DbSubject {
         dir: tempfile::tempdir().unwrap(),
