@@ -10,13 +10,12 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
+use lamina_core::BatchOp;
 use lamina_core::checksum::{crc32c, crc32c_append, mask, masked_crc32c};
 use lamina_core::codec::{Decode, Encode};
-use lamina_core::BatchOp;
 use lamina_storage::block::{BLOCK_FORMAT_VERSION, BLOCK_MAGIC};
 use lamina_storage::log::chunk::{
-    CHUNK_HEADER_BYTES, CHUNK_MAGIC, ChunkHeader, FILE_MAGIC, FORMAT_VERSION, FileHeader,
-    FileKind,
+    CHUNK_HEADER_BYTES, CHUNK_MAGIC, ChunkHeader, FILE_MAGIC, FORMAT_VERSION, FileHeader, FileKind,
 };
 use lamina_storage::log::record::decode_records;
 use lamina_storage::log::{Record, RecordOp};
