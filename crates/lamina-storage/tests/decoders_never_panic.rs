@@ -393,3 +393,26 @@ proptest! {
         }
     }
 }
+
+/// Regression (found by the `log_chunk_header` fuzz target): a CRC-valid chunk header whose
+/// 4 KiB-aligned position is so high that `pos + chunk_len` overflows decoded, and
+/// `ChunkHeader::end` (which recovery calls) then panicked with an arithmetic overflow.
+#[test]
+fn chunk_header_whose_end_overflows_is_refused() {
+    let header = ChunkHeader {
+        log_id: 1,
+        pos: !4095_u64, // the highest 4 KiB-aligned position
+        prev_end: 0,
+        tail: 0,
+        seq_hi: 1,
+        payload_len: 0,
+        record_count: 0,
+        payload_crc: 0,
+    };
+    let err = ChunkHeader::decode(&header.encode()).unwrap_err();
+    assert!(err.reason.contains("largest log position"), "{err}");
+    // The last chunk that fits still decodes.
+    let last = ChunkHeader { pos: (!4095_u64) - 4096, ..header };
+    assert_eq!(ChunkHeader::decode(&last.encode()), Ok(last));
+    assert_eq!(last.end(), !4095_u64);
+}
