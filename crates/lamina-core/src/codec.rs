@@ -156,6 +156,11 @@ impl<'a> Reader<'a> {
             }
             value |= payload << (7 * i);
             if byte & 0x80 == 0 {
+                // A zero last byte after the first adds nothing: an overlong encoding. Refusing
+                // it makes every value's encoding unique (the one `put_varint` writes).
+                if i > 0 && byte == 0 {
+                    return Err(DecodeError::new(start, "overlong varint"));
+                }
                 return Ok(value);
             }
         }

@@ -207,6 +207,10 @@ impl Decode for ChunkHeader {
         if !header.pos.is_multiple_of(BLOCK_BYTES as u64) {
             return Err(DecodeError::new(16, "chunk position not 4 KiB aligned"));
         }
+        // Recovery computes `end()`; a position whose end overflows is no real log position.
+        if header.pos.checked_add(header.chunk_len()).is_none() {
+            return Err(DecodeError::new(16, "chunk ends past the largest log position"));
+        }
         Ok(header)
     }
 }

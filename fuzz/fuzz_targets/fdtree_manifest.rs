@@ -1,0 +1,21 @@
+//! `lamina_fdtree::manifest::Manifest`, raw and with its CRC resealed.
+#![no_main]
+
+use lamina_core::checksum::masked_crc32c;
+use lamina_core::codec::{Decode, Encode};
+use lamina_fdtree::manifest::Manifest;
+use libfuzzer_sys::fuzz_target;
+
+fn check(bytes: &[u8]) {
+    if let Ok(manifest) = Manifest::decode(bytes) {
+        assert_eq!(manifest.encode(), bytes, "accepted bytes must be the canonical encoding");
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    check(data);
+    let mut sealed = data.to_vec();
+    let crc = masked_crc32c(&sealed);
+    sealed.extend_from_slice(&crc.to_le_bytes());
+    check(&sealed);
+});
