@@ -105,6 +105,10 @@ impl Decode for FileHeader {
         if !header.capacity_bytes.is_multiple_of(BLOCK_BYTES as u64) || header.capacity_bytes == 0 {
             return Err(DecodeError::new(24, "capacity is not a positive multiple of 4 KiB"));
         }
+        // Recovery continues numbering after the floor; u64::MAX would overflow it.
+        if header.seq_floor == u64::MAX {
+            return Err(DecodeError::new(48, "sequence floor at the largest sequence number"));
+        }
         Ok(header)
     }
 }
@@ -211,6 +215,10 @@ impl Decode for ChunkHeader {
         if header.pos.checked_add(header.chunk_len()).is_none() {
             return Err(DecodeError::new(16, "chunk ends past the largest log position"));
         }
+        // Recovery continues numbering after `seq_hi`; u64::MAX would overflow it.
+        if header.seq_hi == u64::MAX {
+            return Err(DecodeError::new(40, "chunk sequence number at the largest value"));
+        }
         Ok(header)
     }
 }
@@ -276,6 +284,18 @@ mod tests {
         assert!(decoded.payload_matches(&out[CHUNK_HEADER_BYTES..CHUNK_HEADER_BYTES + 5]));
         assert!(!decoded.payload_matches(b"hellp"));
         assert_eq!(chunk_len(BLOCK_BYTES - CHUNK_HEADER_BYTES + 1), 2 * BLOCK_BYTES as u64);
+    }
+
+    #[test]
+    fn largest_sequence_numbers_are_refused() {
+        // A checksummed header with seq_hi = u64::MAX would overflow the next sequence number.
+        let mut out = Vec::new();
+        encode_chunk(&ChunkHeader { seq_hi: u64::MAX, ..header() }, b"hello", &mut out);
+        let err = ChunkHeader::decode(&out).unwrap_err();
+        assert!(err.reason.contains("largest"), "{err}");
+        let mut out = Vec::new();
+        encode_chunk(&ChunkHeader { seq_hi: u64::MAX - 1, ..header() }, b"hello", &mut out);
+        assert!(ChunkHeader::decode(&out).is_ok());
     }
 
     #[test]

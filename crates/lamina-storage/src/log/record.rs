@@ -190,8 +190,9 @@ impl Record {
     /// Decodes one record from the front of `reader` (records are self-delimiting).
     pub fn decode_from(reader: &mut Reader<'_>) -> Result<Record, DecodeError> {
         let seq = reader.u64()?;
-        if seq == 0 {
-            return Err(DecodeError::new(reader.position() - 8, "sequence number 0"));
+        // 0 is "nothing"; u64::MAX would overflow the next sequence number at recovery.
+        if seq == 0 || seq == SeqNo::MAX {
+            return Err(DecodeError::new(reader.position() - 8, format!("sequence number {seq}")));
         }
         let at = reader.position();
         let kind = reader.u8()?;
@@ -270,6 +271,7 @@ mod tests {
 
     proptest! {
         #[test]
+    #[test]
         fn records_roundtrip(records in proptest::collection::vec(record_strategy(), 0..10)) {
             let mut payload = Vec::new();
             for record in &records {
@@ -317,5 +319,16 @@ mod tests {
         let mut bad = bytes[..9].to_vec();
         lamina_core::codec::put_varint(&mut bad, KEY_BYTES_MAX as u64 + 1);
         assert!(Record::decode(&bad).unwrap_err().reason.contains("over the limit"));
+    }
+
+    #[test]
+    fn the_largest_sequence_number_is_refused() {
+        let record =
+            Record { seq: SeqNo::MAX, op: RecordOp::Put { key: b"k".to_vec(), value: Vec::new() } };
+        let mut scratch = None;
+        let mut out = Vec::new();
+        record.op.as_log_op(&mut scratch).encode_to(record.seq, &mut out);
+        let err = Record::decode_from(&mut Reader::new(&out)).unwrap_err();
+        assert!(err.reason.contains("sequence number"), "{err}");
     }
 }
