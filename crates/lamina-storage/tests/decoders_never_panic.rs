@@ -7,12 +7,12 @@
 //! The cargo-fuzz targets in `fuzz/` run the same decoders with coverage guidance; this file
 //! is what CI runs (stable toolchain).
 
-use std::fmt::Debug;
 use std::sync::Arc;
 
 use lamina_core::BatchOp;
 use lamina_core::checksum::{crc32c, crc32c_append, mask, masked_crc32c};
 use lamina_core::codec::{Decode, Encode};
+use lamina_core::testkit::mutation::{apply, decode_checked, mutation};
 use lamina_storage::block::{BLOCK_FORMAT_VERSION, BLOCK_MAGIC};
 use lamina_storage::log::chunk::{
     CHUNK_HEADER_BYTES, CHUNK_MAGIC, ChunkHeader, FILE_MAGIC, FORMAT_VERSION, FileHeader, FileKind,
@@ -22,53 +22,10 @@ use lamina_storage::log::{Record, RecordOp};
 use lamina_storage::pmem::{AllocLogRecord, LogOp, PPtr, RegionHeader, RegionLayout};
 use lamina_storage::{Block, BlockType, FreeList, MemoryStorage, OpenMode, Storage, Superblock};
 use proptest::prelude::*;
-use proptest::sample::Index;
 
 /// `lamina_storage::pmem`'s region magic and format version (the layout module is private).
 const PMEM_MAGIC: [u8; 8] = *b"LAMPMEM\0";
 const PMEM_VERSION: u32 = 1;
-
-/// A change to a valid encoding.
-#[derive(Debug, Clone)]
-enum Mutation {
-    /// XOR these bytes (non-zero masks) at these positions.
-    Flip(Vec<(Index, u8)>),
-    /// Keep only a prefix.
-    Truncate(Index),
-    /// Append bytes.
-    Extend(Vec<u8>),
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        proptest::collection::vec((any::<Index>(), 1..=255u8), 1..4).prop_map(Mutation::Flip),
-        any::<Index>().prop_map(Mutation::Truncate),
-        proptest::collection::vec(any::<u8>(), 1..16).prop_map(Mutation::Extend),
-    ]
-}
-
-fn apply(mut bytes: Vec<u8>, mutation: &Mutation) -> Vec<u8> {
-    match mutation {
-        Mutation::Flip(flips) if !bytes.is_empty() => {
-            for (at, xor) in flips {
-                let i = at.index(bytes.len());
-                bytes[i] ^= xor;
-            }
-        }
-        Mutation::Flip(_) => {}
-        Mutation::Truncate(at) => bytes.truncate(at.index(bytes.len().max(1))),
-        Mutation::Extend(more) => bytes.extend_from_slice(more),
-    }
-    bytes
-}
-
-/// Decodes `bytes`; if accepted, the value's encoding must decode to the same value.
-fn decode_checked<T: Decode + Encode + PartialEq + Debug>(bytes: &[u8]) -> Option<T> {
-    let value = T::decode(bytes).ok()?;
-    let again = T::decode(&value.encode());
-    assert_eq!(again.as_ref(), Ok(&value), "re-encoding {value:?} does not round-trip");
-    Some(value)
-}
 
 fn block_strategy() -> impl Strategy<Value = Block> {
     (prop_oneof![Just(512usize), Just(1024)], any::<u8>(), any::<u64>(), any::<u64>())

@@ -5,55 +5,12 @@
 //! The cargo-fuzz target `fuzz/fuzz_targets/meta.rs` runs the same decoder with coverage
 //! guidance; this file is what CI runs.
 
-use std::fmt::Debug;
-
 use lamina::Meta;
 use lamina_core::checksum::masked_crc32c;
-use lamina_core::codec::{Decode, Encode};
+use lamina_core::codec::Encode;
+use lamina_core::testkit::mutation::{apply, decode_checked, mutation};
 use proptest::prelude::*;
-use proptest::sample::Index;
 
-/// A change to a valid encoding.
-#[derive(Debug, Clone)]
-enum Mutation {
-    /// XOR these bytes (non-zero masks) at these positions.
-    Flip(Vec<(Index, u8)>),
-    /// Keep only a prefix.
-    Truncate(Index),
-    /// Append bytes.
-    Extend(Vec<u8>),
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        proptest::collection::vec((any::<Index>(), 1..=255u8), 1..4).prop_map(Mutation::Flip),
-        any::<Index>().prop_map(Mutation::Truncate),
-        proptest::collection::vec(any::<u8>(), 1..16).prop_map(Mutation::Extend),
-    ]
-}
-
-fn apply(mut bytes: Vec<u8>, mutation: &Mutation) -> Vec<u8> {
-    match mutation {
-        Mutation::Flip(flips) if !bytes.is_empty() => {
-            for (at, xor) in flips {
-                let i = at.index(bytes.len());
-                bytes[i] ^= xor;
-            }
-        }
-        Mutation::Flip(_) => {}
-        Mutation::Truncate(at) => bytes.truncate(at.index(bytes.len().max(1))),
-        Mutation::Extend(more) => bytes.extend_from_slice(more),
-    }
-    bytes
-}
-
-/// Decodes `bytes`; if accepted, the value's encoding must decode to the same value.
-fn decode_checked<T: Decode + Encode + PartialEq + Debug>(bytes: &[u8]) -> Option<T> {
-    let value = T::decode(bytes).ok()?;
-    let again = T::decode(&value.encode());
-    assert_eq!(again.as_ref(), Ok(&value), "re-encoding {value:?} does not round-trip");
-    Some(value)
-}
 fn meta_strategy() -> impl Strategy<Value = Meta> {
     "[!-~]{1,32}".prop_map(|engine| Meta { engine })
 }

@@ -20,6 +20,7 @@ mod durable;
 mod limits;
 mod macros;
 mod model;
+pub mod mutation;
 mod scan;
 mod subject;
 
