@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lamina_core::limits::{check_key, check_scan_limit, check_value};
+use lamina_core::limits::{check_cas, check_key, check_scan_limit, check_value};
 use lamina_core::{
     CasOutcome, Durability, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch,
 };
@@ -134,13 +134,7 @@ impl<B: Backend> OrderedIndex for Peer<B> {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<CasOutcome> {
-        check_key(key)?;
-        if let Some(v) = expected {
-            check_value(v)?;
-        }
-        if let Some(v) = new {
-            check_value(v)?;
-        }
+        check_cas(key, expected, new)?;
         let outcome = self.with(|b| b.compare_and_swap(key, expected, new))?;
         if outcome.is_swapped() {
             self.count(key.len() + new.map_or(0, <[u8]>::len));
