@@ -53,6 +53,25 @@ pub(crate) fn label(v: &f64) -> String {
     }
 }
 
+/// The legend mark of a line drawn in `c`.
+pub(crate) fn legend_mark(c: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+}
+
+/// Draws the legend box of `chart` at `position`.
+pub(crate) fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Drawn {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)
+}
+
 pub(crate) fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
@@ -125,14 +144,9 @@ fn latency_over_time<DB: DrawingBackend>(
             .draw_series(LineSeries::new(points, c.stroke_width(2)))
             .map_err(err)?
             .label(run.engine.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+            .legend(legend_mark(c));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(err)
 }
 
@@ -169,15 +183,9 @@ fn latency_cdf<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, outcome: &Benc
             .draw_series(LineSeries::new(points, c.stroke_width(2)))
             .map_err(err)?
             .label(label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+            .legend(legend_mark(c));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     root.present().map_err(err)
 }
 
@@ -220,14 +228,9 @@ fn throughput_over_time<DB: DrawingBackend>(
             .draw_series(LineSeries::new(points, c.stroke_width(2)))
             .map_err(err)?
             .label(run.engine.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+            .legend(legend_mark(c));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(err)
 }
 

@@ -8,7 +8,9 @@ use lamina_core::{Error, Result};
 use plotters::{coord::Shift, prelude::*};
 
 use super::{ExperimentOutcome, PhaseRole, aggregate::Point};
-use crate::plot::{CHART_SIZE, Drawn, color, err, label, log_range, write_plots};
+use crate::plot::{
+    CHART_SIZE, Drawn, color, draw_legend, err, label, legend_mark, log_range, write_plots,
+};
 
 /// Picks one metric of a point.
 type Pick = fn(&Point) -> f64;
@@ -55,19 +57,12 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure<'_>) -> 
                     .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
                     .map_err(err)?
                     .label(engine.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                    });
+                    .legend(legend_mark(c));
                 chart
                     .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, c.filled())))
                     .map_err(err)?;
             }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .draw()
-                .map_err(err)?;
+            draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         }};
     }
     if fig.log_y {
