@@ -26,6 +26,8 @@ use lamina_storage::log::{Log, LogOp, LogOptions, Retention};
 use lamina_storage::{FileOptions, FileStorage, MemoryStorage, Storage};
 use parking_lot::{Mutex, RwLock};
 
+use crate::fc::{FcHooks, run_fc_merge};
+use crate::lookup::Lookup;
 use crate::merger::{Control, Next};
 use crate::options::{FcMode, FdTreeOptions};
 use crate::persist::LOG_FILE_PREFIX;
@@ -53,8 +55,11 @@ struct Inner {
     storage: Arc<dyn Storage>,
     log: Option<Arc<Log>>,
     durability: Durability,
+    mode: FcMode,
     user_bytes_written: AtomicU64,
     control: Control,
+    /// FD+FC: held exclusively by the merge for each stage, shared by scans (`fc/mod.rs`).
+    stage_gate: RwLock<()>,
 }
 
 impl Drop for FdTree {
@@ -118,16 +123,18 @@ impl FdTree {
         durability: Durability,
     ) -> FdTree {
         let mode = tree.params.mode;
-        tree.background_merges = mode == FcMode::Ds;
+        tree.background_merges = mode != FcMode::Xm;
         let inner = Arc::new(Inner {
             tree: RwLock::new(Some(tree)),
             storage,
             log,
             durability,
+            mode,
             user_bytes_written: AtomicU64::new(0),
             control: Control::default(),
+            stage_gate: RwLock::new(()),
         });
-        let merger = (mode == FcMode::Ds).then(|| {
+        let merger = (mode != FcMode::Xm).then(|| {
             let inner = inner.clone();
             std::thread::Builder::new()
                 .name("fdtree-merge".into())
@@ -209,9 +216,39 @@ impl Inner {
         }
     }
 
-    /// Runs background merges while one is due (see `merge/background.rs`).
+    /// Runs background merges while one is due (see `merge/background.rs` for FD+DS and
+    /// `fc/` for FD+FC).
     fn merge_while_due(&self) -> Result<()> {
         loop {
+            if self.mode == FcMode::Fc {
+                let pending = {
+                    let mut guard = self.tree.write();
+                    let Some(t) = guard.as_mut() else { return Ok(()) };
+                    let Some(trigger) = t.background_merge_due() else { return Ok(()) };
+                    t.begin_fc_merge(trigger)?
+                };
+                let progress = || self.control.switched();
+                let after_stage = || self.control.hold_point();
+                let hooks = FcHooks {
+                    tree: &self.tree,
+                    gate: &self.stage_gate,
+                    progress: &progress,
+                    after_stage: &after_stage,
+                };
+                if let Err(e) = run_fc_merge(&hooks, pending) {
+                    // The tree stays readable between two stages, but the merge cannot be
+                    // undone (old blocks are gone): refuse modifications until reopened.
+                    self.control.poison(Error::corruption(
+                        "fdtree merge thread",
+                        0,
+                        format!("an FD+FC merge failed ({e}); reopen the tree"),
+                    ));
+                    return Err(e);
+                }
+                self.control.switched();
+                self.after_background_merge()?;
+                continue;
+            }
             let pending = {
                 let mut guard = self.tree.write();
                 let Some(t) = guard.as_mut() else { return Ok(()) };
@@ -229,6 +266,14 @@ impl Inner {
             };
             self.control.switched();
             finished?;
+            self.after_background_merge()?;
+        }
+    }
+
+    /// Verifies (if configured) and checkpoints after a background merge, with the
+    /// checkpoint's I/O outside the tree lock.
+    fn after_background_merge(&self) -> Result<()> {
+        {
             self.read(Tree::verify_if_configured)?;
             // Checkpoint with the I/O outside the tree lock: readers and writers go on.
             let job = self.tree.write().as_mut().map(Tree::checkpoint_begin).transpose()?;
@@ -240,6 +285,7 @@ impl Inner {
                 result?;
             }
         }
+        Ok(())
     }
 }
 
@@ -319,10 +365,23 @@ impl Inner {
 
 impl OrderedIndex for FdTree {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.inner.read(|t| {
+        if self.mode != FcMode::Fc {
+            // FD+XM / FD+DS: the shared tree lock for the whole descent (section 3).
+            return self.inner.read(|t| {
+                t.check_key(key)?;
+                t.get(key)
+            });
+        }
+        // FD+FC (section 4.3): the tree lock (the L_0 mutex) only until the first block's
+        // latch is held, then latch coupling down the levels.
+        let lookup = self.inner.read(|t| {
             t.check_key(key)?;
-            t.get(key)
-        })
+            t.start_lookup(key)
+        })?;
+        match lookup {
+            Lookup::Done(v) => Ok(v),
+            Lookup::Descend(d) => d.finish(key),
+        }
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -383,6 +442,8 @@ impl OrderedIndex for FdTree {
 
     fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
         check_scan_limit(limit)?;
+        // FD+FC: between two stages of a merge (the wavefront stays put).
+        let _gate = (self.mode == FcMode::Fc).then(|| self.inner.stage_gate.read());
         self.inner.read(|t| t.scan(range, limit))
     }
 
@@ -435,7 +496,7 @@ impl OrderedIndex for FdTree {
             stats.keys = Some(c.live_keys());
             stats.memory_bytes = t.memory_bytes();
             stats.extra = vec![
-                ("mode_fc_xm0_ds1", u64::from(self.mode == FcMode::Ds)),
+                ("mode_xm0_ds1_fc2", self.mode as u64),
                 ("height", t.height() as u64),
                 ("materialized_levels", t.materialized_labels().len() as u64),
                 ("n_insert_entries", c.inserts),

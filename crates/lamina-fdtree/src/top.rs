@@ -89,6 +89,59 @@ impl TopLevel {
         }
     }
 
+    /// Removes the `-infinity` fence and returns its pointer (FD+FC: it becomes the
+    /// wavefront fence of `L_0^old`, section 4.4.2).
+    pub fn take_neg_infinity_fence(&mut self) -> Option<BlockPtr> {
+        let ptr = self.fences.remove(&[][..])?;
+        self.fence_bytes -= fence_bytes(0) as u64;
+        Some(ptr)
+    }
+
+    /// Removes every entry with a key `<= key` (FD+FC's m-delete on `L_0^old`: those entries
+    /// were processed by the merge). Returns the pointer of the last fence removed.
+    pub fn remove_through(&mut self, key: &[u8]) -> Option<BlockPtr> {
+        let mut last = None;
+        while let Some(entry) = self.fences.first_entry() {
+            if entry.key().as_slice() > key {
+                break;
+            }
+            let (k, ptr) = entry.remove_entry();
+            let b = fence_bytes(k.len()) as u64;
+            self.fence_bytes -= b;
+            if !k.is_empty() {
+                self.sized_bytes -= b;
+            }
+            last = Some(ptr);
+        }
+        while let Some(entry) = self.data.first_entry() {
+            if entry.key().as_slice() > key {
+                break;
+            }
+            let (k, slot) = entry.remove_entry();
+            let b = slot.bytes(&k);
+            self.sized_bytes -= b;
+            self.data_bytes -= b;
+        }
+        last
+    }
+
+    /// Removes every fence (FD+FC's merge-finalize, section 4.4.3, before `L_z`'s fences are
+    /// added).
+    pub fn remove_all_fences(&mut self) {
+        for (k, _) in std::mem::take(&mut self.fences) {
+            let b = fence_bytes(k.len()) as u64;
+            self.fence_bytes -= b;
+            if !k.is_empty() {
+                self.sized_bytes -= b;
+            }
+        }
+    }
+
+    /// Whether the level holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.fences.is_empty() && self.data.is_empty()
+    }
+
     /// Adds any entry (used when a fence-only or bottom level is relabeled `L_0`).
     pub fn add_entry(&mut self, e: Entry) {
         match e {
@@ -225,6 +278,29 @@ mod tests {
         assert_eq!(t.fence_at_or_before(b"z").unwrap().0, b"m");
         assert_eq!(t.fence_at_or_before(b"a").unwrap().0, b"");
         assert_eq!(t.entries().len(), 2);
+    }
+
+    #[test]
+    fn removing_through_a_key_keeps_the_byte_counts() {
+        let mut t = TopLevel::new();
+        t.add_fence(vec![], BlockPtr { file: 1, index: 0 });
+        t.add_fence(b"c".to_vec(), BlockPtr { file: 1, index: 1 });
+        t.add_fence(b"f".to_vec(), BlockPtr { file: 1, index: 2 });
+        for k in [&b"b"[..], b"c", b"d", b"g"] {
+            t.set_slot(k, Some(DataSlot { delete: false, insert: Some(b"v".to_vec()) }));
+        }
+        assert_eq!(t.take_neg_infinity_fence(), Some(BlockPtr { file: 1, index: 0 }));
+        assert_eq!(t.remove_through(b"d"), Some(BlockPtr { file: 1, index: 1 }));
+        assert_eq!(t.fence_count(), 1);
+        assert_eq!(t.data_keys(), 1);
+        let expect = (fence_bytes(1) + insert_bytes(1, 1)) as u64;
+        assert_eq!((t.sized_bytes(), t.fence_bytes() + t.data_bytes()), (expect, expect));
+        t.remove_all_fences();
+        assert_eq!(t.sized_bytes(), insert_bytes(1, 1) as u64);
+        assert_eq!(t.remove_through(b"a"), None);
+        assert!(!t.is_empty());
+        assert_eq!(t.remove_through(b"z"), None);
+        assert!(t.is_empty());
     }
 
     #[test]

@@ -92,6 +92,10 @@ pub struct Tree {
     /// reads, through which lookups reach the old levels; `top` is then `L_0^new` and holds
     /// only the modifications made since the merge began (no fences). `None` otherwise.
     pub(crate) frozen_top: Option<std::sync::Arc<TopLevel>>,
+    /// An FD+FC merge in progress (section 4.1): `top` is then `L_0^new`, `levels` the new
+    /// upper levels being written followed by the below-merge levels, and this holds
+    /// `L_0^old`, the wavefront fence and the old levels. `None` otherwise.
+    pub(crate) fc: Option<crate::fc::FcState>,
     /// Merges run in a background thread (FD+DS): modifications never merge themselves.
     pub(crate) background_merges: bool,
     /// Materialized disk levels, labels strictly increasing; the last one is the bottom.
@@ -117,6 +121,7 @@ impl Tree {
             store,
             top: TopLevel::new(),
             frozen_top: None,
+            fc: None,
             background_merges: false,
             levels: Vec::new(),
             counters: Counters::default(),
@@ -166,7 +171,9 @@ impl Tree {
 
     /// Memory held by `L_0` (both parts during a background merge).
     pub fn memory_bytes(&self) -> u64 {
-        self.top.memory_bytes() + self.frozen_top.as_ref().map_or(0, |t| t.memory_bytes())
+        self.top.memory_bytes()
+            + self.frozen_top.as_ref().map_or(0, |t| t.memory_bytes())
+            + self.fc.as_ref().map_or(0, |fc| fc.old_top.memory_bytes())
     }
 
     /// Counters of the block cache, if there is one.
@@ -176,7 +183,7 @@ impl Tree {
 
     /// Whether a background merge is between its start and its switch (FD+DS).
     pub fn merge_in_progress(&self) -> bool {
-        self.frozen_top.is_some()
+        self.frozen_top.is_some() || self.fc.is_some()
     }
 
     /// The `L_0` whose fences lead to the disk levels: `L_0^old` during a background merge.

@@ -27,7 +27,7 @@ struct LevelContent {
 impl Tree {
     /// Checks every invariant; returns the first violation found as an error.
     pub fn verify(&self) -> Result<()> {
-        if self.frozen_top.is_some() {
+        if self.merge_in_progress() {
             return Err(Error::Unsupported {
                 what: "verify during a background merge (wait for merges first)".into(),
             });

@@ -1,4 +1,4 @@
-//! The conformance kit against the `fdtree` engine, per concurrency mode (FD+XM, FD+DS):
+//! The conformance kit against the `fdtree` engine, per concurrency mode (FD+XM, FD+DS, FD+FC):
 //! volatile, and persistent across close/open through the manifest. A one-block `L_0` makes
 //! the kit's workloads merge often. (FD+FC is refused with `Unsupported`; see the README.)
 
@@ -70,3 +70,4 @@ macro_rules! per_mode {
 
 per_mode!(xm, lamina_fdtree::FcMode::Xm);
 per_mode!(ds, lamina_fdtree::FcMode::Ds);
+per_mode!(fc, lamina_fdtree::FcMode::Fc);

@@ -19,6 +19,8 @@ fn tiny(gamma: u32) -> FdTreeOptions {
         key_bytes_max: 8,
         value_bytes_max: 8,
         verify_each_merge: true,
+        // Section 2's merges, synchronous (FD+XM); FD+FC's are in `fc_merges.rs`.
+        mode: lamina_fdtree::FcMode::Xm,
         ..FdTreeOptions::default()
     }
 }

@@ -90,7 +90,7 @@ impl Tree {
     /// holds the fences to the level below, which merge-finalize keeps within `kappa_0`
     /// (eq. 3) but which may exceed the trigger, and merging again would not reduce them.
     pub fn background_merge_due(&self) -> Option<Trigger> {
-        if self.frozen_top.is_some() {
+        if self.frozen_top.is_some() || self.fc.is_some() {
             None
         } else if self.counters.underflows() {
             Some(Trigger::Underflow)
@@ -109,7 +109,10 @@ impl Tree {
     /// started yet but `L_0` is over its capacity (the merge thread has not run yet): the
     /// modification waits for that merge. One modification may overshoot by its own size.
     pub fn top_is_full(&self) -> bool {
-        let old = self.frozen_top.as_ref().map_or(0, |t| t.sized_bytes());
+        // FD+FC (section 4.2): L_0^old and L_0^new share L_0's memory, and what m-delete
+        // removes from L_0^old is room for new modifications at once.
+        let old = self.frozen_top.as_ref().map_or(0, |t| t.sized_bytes())
+            + self.fc.as_ref().map_or(0, |fc| fc.old_top.sized_bytes());
         old + self.top.sized_bytes() > self.params.top_capacity_bytes()
     }
 

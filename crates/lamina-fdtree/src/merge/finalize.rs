@@ -47,14 +47,34 @@ pub fn plan_relabel_with(
     params: &Params,
     may_be_top: &[bool],
 ) -> Relabel {
-    let m = sizes.len() - 1;
-    let o: Vec<usize> = (0..=m)
+    let labels: Vec<usize> = (0..sizes.len()).collect();
+    plan_relabel_labels(&labels, sizes, succ_below, full, params, may_be_top)
+}
+
+/// Equation 3 over new levels that carry their own labels (`labels[0] = 0`, increasing;
+/// FD+FC writes only the levels preemptive skipping kept, section 4.4.3): `o_i` for each,
+/// `z = argmax_i (o_i = 0)`. `L_0_new` always stays `L_0`; the last level keeps its label
+/// unless the merge was full.
+pub fn plan_relabel_labels(
+    labels: &[usize],
+    sizes: &[u64],
+    succ_below: Option<u64>,
+    full: bool,
+    params: &Params,
+    may_be_top: &[bool],
+) -> Relabel {
+    assert!(labels.len() == sizes.len() && labels.len() == may_be_top.len() && labels[0] == 0);
+    let last = sizes.len() - 1;
+    let o: Vec<usize> = (0..=last)
         .map(|i| {
-            if i == m && !full {
-                return m;
+            if i == 0 {
+                return 0;
             }
-            let succ = if i < m { Some(sizes[i + 1]) } else { succ_below };
-            let first = usize::from(i > 0 && !may_be_top[i]);
+            if i == last && !full {
+                return labels[last];
+            }
+            let succ = if i < last { Some(sizes[i + 1]) } else { succ_below };
+            let first = usize::from(!may_be_top[i]);
             (first..LEVEL_SEARCH_MAX)
                 .find(|&j| {
                     sizes[i] <= params.kappa(j) && succ.is_none_or(|s| s <= params.kappa(j + 1))
@@ -62,11 +82,11 @@ pub fn plan_relabel_with(
                 .expect("kappa_j grows without bound")
         })
         .collect();
-    let z = (0..=m).rev().find(|&i| o[i] == 0).expect("o_0 = 0: L_0_new fits kappa_0");
+    let z = (0..=last).rev().find(|&i| o[i] == 0).expect("o_0 = 0");
     // The options guarantee that fence-only levels shrink faster than kappa (see options.rs),
     // which makes the relabeled levels strictly increasing.
-    for i in z + 1..=m {
-        assert!(o[i] <= i.max(o[m]), "tightening moved level {i} down to {}", o[i]);
+    for i in z + 1..=last {
+        assert!(o[i] <= labels[i].max(o[last]), "tightening moved level {i} down to {}", o[i]);
         if i > z + 1 {
             assert!(o[i - 1] < o[i], "relabeled levels out of order: {o:?}");
         }

@@ -7,14 +7,15 @@
 //! written, so a failed merge leaves the old tree intact (its new files are removed).
 
 mod background;
+mod builder;
 mod coalesce;
 mod driver;
-mod execute;
-mod finalize;
+pub(crate) mod execute;
+pub(crate) mod finalize;
 mod prepare;
-mod writer;
+pub(crate) mod writer;
 
 pub use coalesce::{Net, coalesce};
 pub use driver::Trigger;
-pub use finalize::{Relabel, plan_relabel, plan_relabel_with};
+pub use finalize::{Relabel, plan_relabel, plan_relabel_labels, plan_relabel_with};
 pub use prepare::{LevelSize, choose_m, preemptive_skips, u_hat};

@@ -1,6 +1,12 @@
 //! Writes one new level during merge-execute: blocks are filled greedily in key order and
 //! written sequentially as soon as they are full (the paper's m-insert buffers one block per
 //! level in memory).
+//!
+//! FD+FC (section 4.4.2): the level is readable while it is written (`visible`). A block is
+//! started before the fence to it is added to the level above (bottom-up), so starting it
+//! needs no latch; every later append to it takes its exclusive latch, and the latch is
+//! released before the level above is written. Lookups read the block being filled (the
+//! tail) from memory under its shared latch, until it is written to disk and retired.
 
 use std::sync::Arc;
 
@@ -8,6 +14,7 @@ use lamina_core::Result;
 use lamina_storage::StorageFile;
 
 use crate::entry::{BlockPtr, Entry};
+use crate::latch::LevelShared;
 use crate::level::{DiskLevel, LevelStats};
 use crate::store::BlockStore;
 
@@ -22,6 +29,10 @@ pub struct LevelWriter {
     current: Vec<Entry>,
     current_bytes: usize,
     stats: LevelStats,
+    shared: Arc<LevelShared>,
+    /// Readable while written (FD+FC): maintain the tail and take latches.
+    visible: bool,
+    scratch: Vec<u8>,
 }
 
 impl LevelWriter {
@@ -36,6 +47,29 @@ impl LevelWriter {
             current: Vec::new(),
             current_bytes: 0,
             stats: LevelStats::default(),
+            shared: LevelShared::with_blocks(0),
+            visible: false,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Makes the level readable while it is written (FD+FC).
+    #[must_use]
+    pub fn visible(mut self) -> Self {
+        self.visible = true;
+        self
+    }
+
+    /// The level as lookups see it while it is written (FD+FC): `blocks` is 0 and the
+    /// shared state tells how many blocks are started.
+    pub fn in_progress_level(&self) -> DiskLevel {
+        DiskLevel {
+            label: self.label,
+            file_id: self.file_id,
+            file: self.file.clone(),
+            blocks: 0,
+            stats: LevelStats::default(),
+            shared: self.shared.clone(),
         }
     }
 
@@ -54,10 +88,19 @@ impl LevelWriter {
     pub fn start_block(&mut self, store: &BlockStore, leading: Option<Entry>) -> Result<BlockPtr> {
         self.flush(store)?;
         self.blocks = self.blocks.checked_add(1).expect("a level of 2^32 blocks");
+        let index = self.blocks - 1;
+        if self.visible {
+            // Not reachable yet: no fence points to it before the caller adds one above.
+            let mut payload = Vec::with_capacity(self.payload_bytes);
+            payload.extend_from_slice(&0u32.to_le_bytes());
+            self.shared.start_tail(index, payload);
+        } else {
+            self.shared.start_tail(index, 0u32.to_le_bytes().to_vec());
+        }
         if let Some(e) = leading {
             self.push_entry(e, true);
         }
-        Ok(BlockPtr { file: self.file_id, index: self.blocks - 1 })
+        Ok(BlockPtr { file: self.file_id, index })
     }
 
     /// Appends an entry to the current block (the caller checked it fits).
@@ -65,11 +108,26 @@ impl LevelWriter {
         self.push_entry(e, false);
     }
 
+    /// Appends the entries of one key to the current block under one exclusive latch.
+    pub fn push_group(&mut self, entries: impl IntoIterator<Item = Entry>) {
+        let index = self.blocks - 1;
+        let latch = self.visible.then(|| self.shared.write(index).expect("the tail's latch"));
+        for e in entries {
+            self.push_entry(e, false);
+        }
+        drop(latch); // released before the level above is written (section 4.4.2)
+    }
+
     fn push_entry(&mut self, e: Entry, leading: bool) {
         assert!(self.started(), "push before the first block");
         let n = e.encoded_len();
         assert!(self.current_bytes + n <= self.payload_bytes, "block overflow in merge");
         debug_assert!(self.current.last().is_none_or(|p| p.order(&e).is_lt()), "unsorted");
+        if self.visible {
+            self.scratch.clear();
+            e.encode_to(&mut self.scratch);
+            self.shared.append_to_tail(self.blocks - 1, &self.scratch);
+        }
         self.stats.add(&e, leading);
         self.current_bytes += n;
         self.current.push(e);
@@ -77,7 +135,13 @@ impl LevelWriter {
 
     fn flush(&mut self, store: &BlockStore) -> Result<()> {
         if self.started() {
-            store.write(&*self.file, self.file_id, self.blocks - 1, &self.current)?;
+            let index = self.blocks - 1;
+            store.write(&*self.file, self.file_id, index, &self.current)?;
+            // On disk now: lookups read it from there (the exclusive latch waits for the
+            // ones reading the in-memory copy).
+            let latch = self.visible.then(|| self.shared.write(index).expect("the tail's latch"));
+            self.shared.retire_tail(index);
+            drop(latch);
         }
         self.current.clear();
         self.current_bytes = 0;
@@ -94,11 +158,10 @@ impl LevelWriter {
             file: self.file,
             blocks: self.blocks,
             stats: self.stats,
+            shared: self.shared,
         })
     }
-}
 
-impl LevelWriter {
     /// The level file's id.
     pub fn file_id(&self) -> u32 {
         self.file_id
