@@ -174,11 +174,19 @@ impl FdTree {
         }
     }
 
-    /// Test hook (FD+DS): hold the merge thread after merge-execute, before the switch, so a
-    /// test can observe lookups and writes during a merge; `false` releases it.
+    /// Test hook: hold the merge thread (FD+DS: after merge-execute, before the switch;
+    /// FD+FC: after each stage), so a test can observe lookups and writes during a merge;
+    /// `false` releases it.
     #[doc(hidden)]
     pub fn hold_merges(&self, hold: bool) {
         self.inner.control.set_hold(hold);
+    }
+
+    /// Test hook: lets the held merge thread run to its next hold point (FD+FC: the end of
+    /// the next stage) and waits until it is there or idle.
+    #[doc(hidden)]
+    pub fn step_merge(&self) {
+        self.inner.control.step();
     }
 
     /// Test hook: waits until the merge thread is held (see [`FdTree::hold_merges`]).

@@ -43,6 +43,10 @@ struct ControlState {
     hold: bool,
     /// Test hook: the thread is held.
     held: bool,
+    /// Test hook: hold points the thread may pass while `hold` is set (FD+FC stages).
+    passes: u64,
+    /// Test hook: times the thread was held.
+    holds: u64,
 }
 
 /// What the merge thread should do next.
@@ -144,7 +148,9 @@ impl Control {
 
     /// Test hook: hold (or release) the merge thread between merge-execute and the switch.
     pub(crate) fn set_hold(&self, hold: bool) {
-        self.state.lock().hold = hold;
+        let mut s = self.state.lock();
+        s.hold = hold;
+        s.passes = 0;
         self.changed.notify_all();
     }
 
@@ -156,16 +162,38 @@ impl Control {
         }
     }
 
-    /// Called by the thread between merge-execute and the switch.
+    /// Called by the thread at a hold point: between merge-execute and the switch (FD+DS),
+    /// after each stage (FD+FC).
     pub(crate) fn hold_point(&self) {
         let mut s = self.state.lock();
-        if s.hold {
-            s.held = true;
-            self.changed.notify_all();
-            while s.hold && !s.stop {
-                self.changed.wait(&mut s);
-            }
-            s.held = false;
+        if !s.hold {
+            return;
+        }
+        if s.passes > 0 {
+            s.passes -= 1; // a step granted before the thread got here
+            return;
+        }
+        s.held = true;
+        s.holds += 1;
+        self.changed.notify_all();
+        while s.hold && s.passes == 0 && !s.stop {
+            self.changed.wait(&mut s);
+        }
+        if s.passes > 0 {
+            s.passes -= 1;
+        }
+        s.held = false;
+    }
+
+    /// Test hook: lets a held thread run to its next hold point (or finish its merges);
+    /// returns once it is there.
+    pub(crate) fn step(&self) {
+        let mut s = self.state.lock();
+        let holds = s.holds;
+        s.passes += 1;
+        self.changed.notify_all();
+        while s.holds == holds && (s.busy || s.wake) && !s.stop {
+            self.changed.wait(&mut s);
         }
     }
 }

@@ -186,6 +186,23 @@ impl Tree {
         self.frozen_top.is_some() || self.fc.is_some()
     }
 
+    /// The wavefront key (I7) of an FD+FC merge in progress (empty: `-infinity`).
+    pub fn wavefront_key(&self) -> Option<&[u8]> {
+        self.fc.as_ref().map(|fc| fc.wavefront_key.as_slice())
+    }
+
+    /// Disk levels a lookup may pass: behind the wavefront (or with no merge) and beyond it.
+    pub fn lookup_paths_levels(&self) -> (usize, usize) {
+        (self.levels.len(), self.fc.as_ref().map_or(0, |fc| fc.old_levels.len()))
+    }
+
+    /// Blocks of the old levels an FD+FC merge in progress has reclaimed so far.
+    pub fn reclaimed_old_blocks(&self) -> u64 {
+        self.fc
+            .as_ref()
+            .map_or(0, |fc| fc.old_levels.iter().map(|l| u64::from(l.shared.head())).sum())
+    }
+
     /// The `L_0` whose fences lead to the disk levels: `L_0^old` during a background merge.
     pub(crate) fn fence_top(&self) -> &TopLevel {
         self.frozen_top.as_deref().unwrap_or(&self.top)

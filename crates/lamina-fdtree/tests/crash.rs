@@ -87,6 +87,12 @@ fn every_crash_point_recovers_acknowledged_writes_ds() {
     every_crash_point_recovers_acknowledged_writes(FcMode::Ds);
 }
 
+/// FD+FC: as FD+DS, with crashes landing between and within the merge's stages.
+#[test]
+fn every_crash_point_recovers_acknowledged_writes_fc() {
+    every_crash_point_recovers_acknowledged_writes(FcMode::Fc);
+}
+
 fn every_crash_point_recovers_acknowledged_writes(mode: FcMode) {
     let tiny = || tiny_in(mode);
     let steps = steps();
@@ -183,6 +189,14 @@ mod crashable_ds {
     });
 }
 
+/// The kit over the faulty backend in FD+FC.
+mod crashable_fc {
+    lamina_core::conformance_tests!(super::super::Crashable {
+        storage: lamina_storage::FaultyStorage::in_memory(lamina_storage::FaultPlan::none()),
+        mode: lamina_fdtree::FcMode::Fc,
+    });
+}
+
 #[test]
 fn unsynced_tail_is_lost_but_synced_writes_survive() {
     let faulty = FaultyStorage::in_memory(FaultPlan::none());
@@ -208,6 +222,11 @@ fn file_backend_persists_across_reopen_xm() {
 #[test]
 fn file_backend_persists_across_reopen_ds() {
     file_backend_persists_across_reopen(FcMode::Ds);
+}
+
+#[test]
+fn file_backend_persists_across_reopen_fc() {
+    file_backend_persists_across_reopen(FcMode::Fc);
 }
 
 fn file_backend_persists_across_reopen(mode: FcMode) {

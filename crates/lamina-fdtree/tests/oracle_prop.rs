@@ -44,10 +44,10 @@ fn op(keys: u16) -> impl Strategy<Value = Op> {
     ]
 }
 
-const MODES: [FcMode; 2] = [FcMode::Xm, FcMode::Ds];
+const MODES: [FcMode; 3] = [FcMode::Xm, FcMode::Ds, FcMode::Fc];
 
 fn mode() -> impl Strategy<Value = FcMode> {
-    prop_oneof![Just(FcMode::Xm), Just(FcMode::Ds)]
+    prop_oneof![Just(FcMode::Xm), Just(FcMode::Ds), Just(FcMode::Fc)]
 }
 
 fn options(block_bytes: u32, kappa0: u64, gamma: u32, mode: FcMode) -> FdTreeOptions {

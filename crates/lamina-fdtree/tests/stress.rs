@@ -30,6 +30,11 @@ fn readers_writers_and_merges_ds() {
     readers_writers_and_merges(FcMode::Ds);
 }
 
+#[test]
+fn readers_writers_and_merges_fc() {
+    readers_writers_and_merges(FcMode::Fc);
+}
+
 fn readers_writers_and_merges(mode: FcMode) {
     let options = FdTreeOptions {
         mode,
@@ -114,6 +119,11 @@ fn long_merges_with_readers_and_writers_xm() {
 #[test]
 fn long_merges_with_readers_and_writers_ds() {
     long_merges_with_readers_and_writers(FcMode::Ds);
+}
+
+#[test]
+fn long_merges_with_readers_and_writers_fc() {
+    long_merges_with_readers_and_writers(FcMode::Fc);
 }
 
 /// A preloaded tree of a few levels, so that the merges that reach the bottom are long;

@@ -49,6 +49,7 @@ pub(crate) fn run_fc_merge(hooks: &FcHooks<'_>, pending: FcPending) -> Result<()
         old_top_entries,
         writers,
         skipped_preemptively,
+        tightened_preemptively,
         punch_reclaimed,
     } = pending;
     let store = hooks.with_tree(|t| Ok(t.store.clone()))?;
@@ -79,12 +80,18 @@ pub(crate) fn run_fc_merge(hooks: &FcHooks<'_>, pending: FcPending) -> Result<()
             Ok(())
         })?;
         // M-delete, part 2: reclaim old head blocks, top-down, by Remark A.5's rule: a
-        // block goes once the first key of the block after it has been processed.
+        // block goes once the first key of the block after it has been processed. The head
+        // of every level is then x-latched and released before the level below is touched:
+        // a lookup that entered the old levels before the wavefront moved may be on its way
+        // from this level's head to the next level's head, and holds the head's latch until
+        // it has the next one (Lemmas 6-8: m-delete follows the path of head blocks and so
+        // cannot overtake it).
         for (level, loaded) in merged.iter().zip(run.loaded_blocks().iter_mut()) {
             while loaded.len() >= 2 && loaded[1].1.as_slice() <= wavefront.as_slice() {
                 let (index, _) = loaded.pop_front().expect("two blocks loaded");
                 reclaim_block(&store, level, index, punch_reclaimed)?;
             }
+            drop(level.shared.write(level.shared.head()));
         }
         drop(gate);
         (hooks.progress)();
@@ -132,6 +139,7 @@ pub(crate) fn run_fc_merge(hooks: &FcHooks<'_>, pending: FcPending) -> Result<()
         skipped_preemptively,
     )?;
     hooks.with_tree(|t| {
+        t.merges.levels_tightened += tightened_preemptively;
         t.record_merge(trigger, m, full, height_before, z, cancellations);
         Ok(())
     })

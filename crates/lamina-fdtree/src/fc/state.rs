@@ -42,6 +42,9 @@ pub(crate) struct FcPending {
     pub writers: Vec<LevelWriter>,
     /// Level labels merge-prepare skipped preemptively.
     pub skipped_preemptively: u64,
+    /// 1 if merge-prepare tightened the data level of a full merge below `m` (eq. 3 on the
+    /// estimates), else 0.
+    pub tightened_preemptively: u64,
     /// Free old blocks as soon as they are reclaimed (a volatile tree); a persistent tree
     /// keeps them until the commit after the merge (the committed state still names them).
     pub punch_reclaimed: bool,
@@ -106,6 +109,7 @@ impl Tree {
             old_top_entries,
             writers,
             skipped_preemptively: (data_label as u64 - 1).saturating_sub(written_fence_levels),
+            tightened_preemptively: u64::from(data_label < m),
             punch_reclaimed: self.persist.is_none(),
         })
     }
