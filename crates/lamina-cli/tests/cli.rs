@@ -111,6 +111,6 @@ fn engines_lists_every_engine_and_the_default() {
     let out = Command::new(env!("CARGO_BIN_EXE_lamina")).arg("engines").output().unwrap();
     assert!(out.status.success());
     let listed = stdout(&out);
-    assert!(listed.contains("fdtree-xm (default)"), "{listed}");
+    assert!(listed.contains("fdtree-fc (default)"), "{listed}");
     assert!(listed.contains("\nmem\t"), "{listed}");
 }

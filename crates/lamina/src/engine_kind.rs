@@ -19,9 +19,9 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
-    /// Every engine this build contains, under every name it answers to. FD+FC is listed
-    /// once it is implemented.
+    /// Every engine this build contains, under every name it answers to.
     pub const ALL: &'static [EngineKind] = &[
+        EngineKind::Fdtree(FcMode::Fc),
         EngineKind::Fdtree(FcMode::Xm),
         EngineKind::Fdtree(FcMode::Ds),
         EngineKind::Trie,
@@ -65,7 +65,9 @@ impl EngineKind {
                  while lookups use the old ones; logged, crash-safe"
             }
             EngineKind::Fdtree(FcMode::Fc) => {
-                "FD+tree with FD+FC: wavefront merge, readers never wait for a merge"
+                "FD+tree with FD+FC (the default): background wavefront merges moving data \
+                 block by block, lookups with latch coupling never wait for a merge; logged, \
+                 crash-safe"
             }
             EngineKind::Trie => {
                 "generalized prefix tree (k' = 4, dynamic expansion) with lock-free reads, \
@@ -128,7 +130,7 @@ mod tests {
         assert_eq!(EngineKind::from_name("fdtree").unwrap(), EngineKind::default());
         let err = EngineKind::from_name("nope").unwrap_err();
         assert!(
-            err.to_string().contains("known: fdtree, fdtree-xm, fdtree-ds, trie, mem"),
+            err.to_string().contains("known: fdtree, fdtree-fc, fdtree-xm, fdtree-ds, trie, mem"),
             "{err}"
         );
     }

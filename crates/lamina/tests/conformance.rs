@@ -31,6 +31,13 @@ mod mem {
     });
 }
 
+mod fdtree_fc {
+    lamina_core::conformance_tests!(super::super::DbSubject {
+        dir: tempfile::tempdir().unwrap(),
+        kind: lamina::EngineKind::Fdtree(lamina::FcMode::Fc)
+    });
+}
+
 mod fdtree_xm {
     lamina_core::conformance_tests!(super::super::DbSubject {
         dir: tempfile::tempdir().unwrap(),
