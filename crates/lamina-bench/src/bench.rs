@@ -180,6 +180,7 @@ fn run_report(engine: &str, round: u32, workload: &str, result: &RunResult) -> R
         write_amplification,
         modeled_device_s: result.io.modeled_device_ns as f64 / 1e9,
         disk_peak_bytes: result.disk_peak_bytes,
+        disk_median_bytes: result.disk_median_bytes,
         rss_peak_bytes: result.rss_peak_bytes,
         engine_stats: result.stats.extra.iter().map(|(k, v)| ((*k).to_string(), *v)).collect(),
         timeline: TimelineReport {

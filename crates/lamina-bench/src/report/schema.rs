@@ -12,7 +12,7 @@ use crate::metrics::LatencySummary;
 /// Value of the `schema` field.
 pub const SCHEMA_NAME: &str = "lamina-bench";
 /// Value of the `schema_version` field.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A whole `lamina bench` invocation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -123,8 +123,13 @@ pub struct RunReport {
     pub write_amplification: f64,
     /// Modeled device time of the measured phase, seconds.
     pub modeled_device_s: f64,
-    /// Largest disk footprint (sampled directory size, engine's peak, size after close).
+    /// Largest disk footprint (allocated bytes of the directory, sampled every 50 ms, and
+    /// after close).
     pub disk_peak_bytes: u64,
+    /// Median of the disk samples: the steady-state footprint (0 in reports written before
+    /// it was added).
+    #[serde(default)]
+    pub disk_median_bytes: u64,
     /// Largest resident set of the process during the run.
     pub rss_peak_bytes: u64,
     /// Engine-specific counters at the end of the run.
@@ -151,6 +156,10 @@ pub struct IoReport {
     pub live_bytes: u64,
     pub live_bytes_peak: u64,
     pub modeled_device_ns: u64,
+    #[serde(default)]
+    pub punches: u64,
+    #[serde(default)]
+    pub bytes_punched: u64,
 }
 
 impl From<&IoStats> for IoReport {
@@ -170,6 +179,8 @@ impl From<&IoStats> for IoReport {
             live_bytes: io.live_bytes,
             live_bytes_peak: io.live_bytes_peak,
             modeled_device_ns: io.modeled_device_ns,
+            punches: io.punches,
+            bytes_punched: io.bytes_punched,
         }
     }
 }
@@ -269,6 +280,7 @@ pub(crate) mod tests {
             write_amplification: 4.0,
             modeled_device_s: 0.0,
             disk_peak_bytes: 1 << 20,
+            disk_median_bytes: 1 << 19,
             rss_peak_bytes: 1 << 24,
             engine_stats: [("merges".to_string(), 3)].into_iter().collect(),
             timeline: TimelineReport {
@@ -352,6 +364,7 @@ pub(crate) mod tests {
             "io",
             "write_amplification",
             "disk_peak_bytes",
+            "disk_median_bytes",
             "rss_peak_bytes",
         ] {
             assert!(!run[field].is_null(), "runs[0].{field} missing");
