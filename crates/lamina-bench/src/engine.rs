@@ -52,6 +52,9 @@ pub struct EngineParams {
     pub device: Option<String>,
     /// Impose the device profile's latency for real.
     pub emulate: bool,
+    /// FD+tree size ratio gamma (`lamina::Options::fdtree_size_ratio`); `None`: the engine's
+    /// default. Engines without levels refuse it (peers ignore it).
+    pub fdtree_size_ratio: Option<u32>,
 }
 
 impl Default for EngineParams {
@@ -62,6 +65,7 @@ impl Default for EngineParams {
             cache_bytes: 15 << 20,
             device: None,
             emulate: false,
+            fdtree_size_ratio: None,
         }
     }
 }

@@ -104,6 +104,9 @@ impl Db {
                     cache_bytes: usize::try_from(options.cache_bytes).unwrap_or(usize::MAX),
                     mode,
                     durability: options.durability,
+                    size_ratio: options
+                        .fdtree_size_ratio
+                        .unwrap_or(FdTreeOptions::default().size_ratio),
                     ..FdTreeOptions::default()
                 };
                 Engine::Fdtree(FdTree::open(file_storage(dir, &options)?, &fdtree)?)

@@ -29,6 +29,11 @@ pub struct Options {
     /// Impose the device's modeled latency for real (sleep on each access), so wall-clock
     /// runs reproduce its asymmetry.
     pub emulate_device: bool,
+    /// Engine-specific tuning, `fdtree` only: the size ratio gamma between adjacent levels
+    /// (FD+FC section 2, invariant I3: `kappa_i = gamma^i kappa_0`; the paper's default is
+    /// 24), in `2..=lamina_fdtree::options::SIZE_RATIO_MAX`. `None` takes the engine's
+    /// default. Refused as unsupported with the other engines.
+    pub fdtree_size_ratio: Option<u32>,
 }
 
 impl Default for Options {
@@ -42,6 +47,7 @@ impl Default for Options {
             disk_budget_bytes: 0,
             device: DeviceProfile::host(),
             emulate_device: false,
+            fdtree_size_ratio: None,
         }
     }
 }
@@ -83,6 +89,24 @@ impl Options {
                 ),
             });
         }
+        if let Some(ratio) = self.fdtree_size_ratio {
+            if !matches!(self.engine, EngineKind::Fdtree(_)) {
+                return Err(Error::Unsupported {
+                    what: format!(
+                        "fdtree_size_ratio with engine `{}`, which has no levels to size; \
+                         pass None",
+                        self.engine
+                    ),
+                });
+            }
+            let max = lamina_fdtree::options::SIZE_RATIO_MAX;
+            if !(2..=max).contains(&ratio) {
+                return Err(Error::option(
+                    "fdtree_size_ratio",
+                    format!("gamma {ratio} is outside 2..={max}"),
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -110,5 +134,17 @@ mod tests {
         let budget = Options { disk_budget_bytes: 1 << 30, ..Options::default() };
         assert!(matches!(budget.validate(), Err(Error::Unsupported { .. })));
         assert!(Options { disk_budget_bytes: 1 << 30, ..mem() }.validate().is_ok());
+    }
+
+    #[test]
+    fn fdtree_size_ratio_is_checked_and_only_for_fdtree() {
+        let fdtree = Options { engine: EngineKind::Fdtree(crate::FcMode::Xm), ..mem() };
+        Options { fdtree_size_ratio: Some(24), ..fdtree }.validate().unwrap();
+        for bad in [0, 1, lamina_fdtree::options::SIZE_RATIO_MAX + 1] {
+            let err = Options { fdtree_size_ratio: Some(bad), ..fdtree }.validate().unwrap_err();
+            assert!(err.to_string().contains("fdtree_size_ratio"), "{err}");
+        }
+        let on_mem = Options { fdtree_size_ratio: Some(24), ..mem() }.validate();
+        assert!(matches!(on_mem, Err(Error::Unsupported { .. })));
     }
 }

@@ -97,6 +97,10 @@ pub struct BenchArgs {
     /// Memory budget of an engine's in-memory level or buffers, bytes.
     #[arg(long, value_name = "BYTES")]
     pub memory_budget_bytes: Option<u64>,
+    /// FD+tree size ratio gamma between adjacent levels, 2..=1024 [default: the engine's];
+    /// engines without levels are skipped (or refused if named).
+    #[arg(long, value_name = "GAMMA")]
+    pub fdtree_size_ratio: Option<u32>,
     /// Block cache size, bytes.
     #[arg(long, value_name = "BYTES")]
     pub cache_bytes: Option<u64>,

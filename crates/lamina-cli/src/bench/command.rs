@@ -156,6 +156,7 @@ fn engine_params(args: &BenchArgs) -> Result<EngineParams> {
         cache_bytes: args.cache_bytes.unwrap_or(defaults.cache_bytes),
         device: args.device.clone(),
         emulate: args.emulate,
+        fdtree_size_ratio: args.fdtree_size_ratio,
     })
 }
 
@@ -543,6 +544,8 @@ mod tests {
         let (c, e) = config("--experiment nbtree-insert --out x --ops 1000").unwrap();
         assert_eq!(e, Some(Experiment::NbtreeInsert));
         assert_eq!((c.workload.kind, c.run.ops), (WorkloadKind::Insert, Some(1000)));
+        let (c, _) = config("--engines fdtree-xm --fdtree-size-ratio 24").unwrap();
+        assert_eq!(c.engine_params.fdtree_size_ratio, Some(24));
         let (c, _) = config("--duration 1.5").unwrap();
         assert_eq!((c.run.ops, c.run.duration), (None, Some(Duration::from_millis(1500))));
     }
