@@ -55,6 +55,9 @@ pub struct EngineParams {
     /// FD+tree size ratio gamma (`lamina::Options::fdtree_size_ratio`); `None`: the engine's
     /// default. Engines without levels refuse it (peers ignore it).
     pub fdtree_size_ratio: Option<u32>,
+    /// FD+tree's longest key (`lamina::Options::fdtree_key_bytes_max`); `None`: the API
+    /// limit.
+    pub fdtree_key_bytes_max: Option<usize>,
 }
 
 impl Default for EngineParams {
@@ -66,6 +69,7 @@ impl Default for EngineParams {
             device: None,
             emulate: false,
             fdtree_size_ratio: None,
+            fdtree_key_bytes_max: None,
         }
     }
 }
