@@ -80,6 +80,19 @@ pub struct BenchParams {
     pub device: Option<String>,
     /// Whether the device profile was imposed.
     pub emulate: bool,
+    /// Engines' memory budget (L_0, buffers), bytes (0 in reports written before it was
+    /// added).
+    #[serde(default)]
+    pub memory_budget_bytes: u64,
+    /// Engines' block cache, bytes (0 in older reports).
+    #[serde(default)]
+    pub cache_bytes: u64,
+    /// FD+tree size ratio gamma, if set (else the engine's default).
+    #[serde(default)]
+    pub fdtree_size_ratio: Option<u32>,
+    /// FD+tree's longest key, if set (else the API limit).
+    #[serde(default)]
+    pub fdtree_key_bytes_max: Option<usize>,
     /// Engines compared, in order.
     pub engines: Vec<String>,
     /// Rounds (engine order alternates between rounds).
@@ -312,6 +325,10 @@ pub(crate) mod tests {
                 trace: None,
                 runner: "closed".into(),
                 threads: Some(4),
+                memory_budget_bytes: 4 << 20,
+                cache_bytes: 15 << 20,
+                fdtree_size_ratio: Some(24),
+                fdtree_key_bytes_max: Some(256),
                 readers: None,
                 writers: None,
                 rate_ops_s: None,
