@@ -142,6 +142,10 @@ fn params(config: &BenchConfig, engines: &[String], preload: u64) -> BenchParams
         durability: durability_name(config.engine_params.durability),
         device: config.engine_params.device.clone(),
         emulate: config.engine_params.emulate,
+        memory_budget_bytes: config.engine_params.memory_budget_bytes,
+        cache_bytes: config.engine_params.cache_bytes,
+        fdtree_size_ratio: config.engine_params.fdtree_size_ratio,
+        fdtree_key_bytes_max: config.engine_params.fdtree_key_bytes_max,
         engines: engines.to_vec(),
         rounds: config.rounds,
         bucket_ops: r.bucket_ops,
@@ -180,6 +184,7 @@ fn run_report(engine: &str, round: u32, workload: &str, result: &RunResult) -> R
         write_amplification,
         modeled_device_s: result.io.modeled_device_ns as f64 / 1e9,
         disk_peak_bytes: result.disk_peak_bytes,
+        disk_median_bytes: result.disk_median_bytes,
         rss_peak_bytes: result.rss_peak_bytes,
         engine_stats: result.stats.extra.iter().map(|(k, v)| ((*k).to_string(), *v)).collect(),
         timeline: TimelineReport {

@@ -52,6 +52,12 @@ pub struct EngineParams {
     pub device: Option<String>,
     /// Impose the device profile's latency for real.
     pub emulate: bool,
+    /// FD+tree size ratio gamma (`lamina::Options::fdtree_size_ratio`); `None`: the engine's
+    /// default. Engines without levels refuse it (peers ignore it).
+    pub fdtree_size_ratio: Option<u32>,
+    /// FD+tree's longest key (`lamina::Options::fdtree_key_bytes_max`); `None`: the API
+    /// limit.
+    pub fdtree_key_bytes_max: Option<usize>,
 }
 
 impl Default for EngineParams {
@@ -62,6 +68,8 @@ impl Default for EngineParams {
             cache_bytes: 15 << 20,
             device: None,
             emulate: false,
+            fdtree_size_ratio: None,
+            fdtree_key_bytes_max: None,
         }
     }
 }

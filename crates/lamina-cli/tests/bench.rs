@@ -173,6 +173,35 @@ fn fdfc_vs_btree_and_contest_run_small() {
 }
 
 #[test]
+fn fdfc_figure6_runs_small_with_the_open_system_and_disk_columns() {
+    let (dir, report, md) = run_experiment(&[
+        "--experiment",
+        "fdfc-figure6",
+        "--ops",
+        "300",
+        "--preload",
+        "500",
+        "--engines",
+        "fdtree-xm,fdtree-ds",
+    ]);
+    assert_eq!(report["phases"].as_array().unwrap().len(), 5);
+    let params = &report["phases"][0]["report"]["params"];
+    assert_eq!(params["memory_budget_bytes"].as_u64(), Some(256 << 10), "{params}");
+    let series = report["series"].as_array().unwrap();
+    assert_eq!(series.len(), 2);
+    let points = series[0]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 5);
+    assert!(points[0]["insert"]["max_us"].as_f64().unwrap() > 0.0, "{}", points[0]);
+    assert!(points[0]["lookup"].is_null(), "W_l = 0 has no lookups");
+    assert!(points[4]["insert"].is_null() && points[4]["lookup"]["count"].as_u64() > Some(0));
+    assert!(points[2]["disk_peak_bytes"].as_u64() >= points[2]["disk_median_bytes"].as_u64());
+    assert!(md.contains("FD+FC Figure 6") && md.contains("| 0.5 | fdtree-ds |"), "{md}");
+    for chart in ["insert_max", "lookup_max", "disk_peak_over_steady", "throughput"] {
+        assert!(dir.path().join(format!("out/plots/figure6_{chart}.png")).exists(), "{chart}");
+    }
+}
+
+#[test]
 fn bad_flags_fail_with_one_line() {
     for args in [
         &["bench", "--ops", "10", "--duration", "1"][..],

@@ -33,6 +33,10 @@ pub struct IoStats {
     pub live_bytes_peak: u64,
     /// Modeled device time in nanoseconds under the active device profile (0 for `host`).
     pub modeled_device_ns: u64,
+    /// Hole punches (`StorageFile::punch_hole` calls that affected at least one byte).
+    pub punches: u64,
+    /// Bytes deallocated by hole punches (the part of each range below the file's length).
+    pub bytes_punched: u64,
 }
 
 impl IoStats {
@@ -64,6 +68,8 @@ impl IoStats {
             live_bytes: self.live_bytes,
             live_bytes_peak: self.live_bytes_peak,
             modeled_device_ns: self.modeled_device_ns - earlier.modeled_device_ns,
+            punches: self.punches - earlier.punches,
+            bytes_punched: self.bytes_punched - earlier.bytes_punched,
         }
     }
 }

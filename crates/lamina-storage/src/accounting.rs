@@ -13,6 +13,10 @@
 //! - `live_bytes` is the sum of the lengths of the files reachable by name (a removed file's
 //!   handle may still do I/O, which is counted as calls and bytes but not as live bytes);
 //!   `live_bytes_peak` is its maximum since the accounting began.
+//! - `punches` counts `punch_hole` calls that affected at least one byte (the part of the
+//!   range below the file's length); `bytes_punched` sums those parts. A punch is not a read
+//!   or a write, is charged no modeled time, and leaves `live_bytes` alone (the length does
+//!   not change; allocated space is [`crate::StorageFile::allocated_bytes`]).
 //! - `modeled_device_ns` is the time the [`DeviceProfile`] charges for each access and sync;
 //!   with `emulate` the accounting also waits that long before returning, so wall-clock runs
 //!   reproduce the modeled device.
@@ -157,6 +161,14 @@ impl IoAccounting {
         state.stats.live_bytes_peak = state.stats.live_bytes_peak.max(live);
     }
 
+    /// `bytes` bytes of a file were deallocated by a hole punch (`bytes > 0`).
+    pub fn on_punch(&self, bytes: u64) {
+        assert!(bytes > 0, "an empty punch is not counted");
+        let mut state = self.state.lock();
+        state.stats.punches += 1;
+        state.stats.bytes_punched += bytes;
+    }
+
     /// A durability barrier (`sync_data` or `sync_dir`) completed.
     pub fn on_sync(&self) {
         let ns = self.options.device.sync_ns();
@@ -284,6 +296,18 @@ mod tests {
         assert_eq!((s.live_bytes, s.live_bytes_peak), (100, 6000));
         assert_eq!((s.files_created, s.files_deleted), (1, 1));
         assert_eq!(s.writes_random, 2);
+    }
+
+    #[test]
+    fn punches_are_counted_apart_from_reads_and_writes() {
+        let a = acct();
+        let f = a.on_create();
+        a.on_write(f, 0, 8192);
+        a.on_punch(4096);
+        a.on_punch(10);
+        let s = a.stats();
+        assert_eq!((s.punches, s.bytes_punched), (2, 4106));
+        assert_eq!((s.writes(), s.reads(), s.live_bytes), (1, 0, 8192));
     }
 
     #[test]

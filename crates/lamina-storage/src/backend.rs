@@ -11,6 +11,8 @@
 //! - Opening a name that is already open returns a handle to the same file.
 //! - Writes past the end extend the file (the gap reads as zeros).
 //! - Nothing is durable until `sync_data` (file contents) and `sync_dir` (names) say so.
+//! - `punch_hole` deallocates a byte range in place: it reads back as zeros, the length is
+//!   unchanged, and only the part of the range inside the current length is affected.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -73,6 +75,17 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
     fn set_len(&self, len: u64) -> Result<()>;
     /// `fdatasync`: everything written to THIS file so far is durable.
     fn sync_data(&self) -> Result<()>;
+    /// Deallocates `len` bytes at `offset`: afterwards they read as zeros and, where the
+    /// backend can, no longer occupy space (FD+FC section 4.4.2, m-delete: a merge frees old
+    /// blocks of a level file one at a time, so the level needs no second copy). The length
+    /// is unchanged: only the part of the range below the current length is punched, a range
+    /// wholly past the end and a zero `len` do nothing (and succeed). Whole filesystem blocks
+    /// inside the range are freed; partial ones at its edges are zeroed but stay allocated.
+    /// Each backend documents its durability (see [`crate::faulty`] for the crash model).
+    fn punch_hole(&self, offset: u64, len: u64) -> Result<()>;
+    /// Bytes the file really occupies on its medium (file backend: `st_blocks * 512`; holes
+    /// and never-written gaps do not count), as opposed to [`StorageFile::len`].
+    fn allocated_bytes(&self) -> Result<u64>;
 
     /// Whether the file is empty.
     fn is_empty(&self) -> Result<bool> {
@@ -113,6 +126,25 @@ pub fn check_range(name: &str, offset: u64, len: usize) -> Result<()> {
             format!("access of {len} bytes at {offset} in {name} ends past {FILE_BYTES_MAX}"),
         )),
     }
+}
+
+/// Refuses punches that would end past [`FILE_BYTES_MAX`] (like [`check_range`] for `u64`
+/// lengths).
+pub fn check_punch_range(name: &str, offset: u64, len: u64) -> Result<()> {
+    match offset.checked_add(len) {
+        Some(end) if end <= FILE_BYTES_MAX => Ok(()),
+        _ => Err(Error::option(
+            "offset",
+            format!("punch of {len} bytes at {offset} in {name} ends past {FILE_BYTES_MAX}"),
+        )),
+    }
+}
+
+/// The part of the range `offset..offset + len` that lies below `file_len` (what a punch
+/// affects), as `(start, end)`; `None` when that part is empty.
+pub fn punch_span(offset: u64, len: u64, file_len: u64) -> Option<(u64, u64)> {
+    let end = offset.saturating_add(len).min(file_len);
+    (end > offset).then_some((offset, end))
 }
 
 /// The error of a read past the end of a file.
@@ -162,5 +194,16 @@ mod tests {
         check_range("f", 0, 10).unwrap();
         assert!(check_range("f", u64::MAX, 1).is_err());
         assert!(check_range("f", FILE_BYTES_MAX, 1).is_err());
+        check_punch_range("f", 0, FILE_BYTES_MAX).unwrap();
+        assert!(check_punch_range("f", 1, FILE_BYTES_MAX).is_err());
+        assert!(check_punch_range("f", u64::MAX, 1).is_err());
+    }
+
+    #[test]
+    fn punch_span_is_clipped_to_the_length() {
+        assert_eq!(punch_span(10, 5, 100), Some((10, 15)));
+        assert_eq!(punch_span(90, 50, 100), Some((90, 100)));
+        assert_eq!(punch_span(100, 5, 100), None);
+        assert_eq!(punch_span(10, 0, 100), None);
     }
 }

@@ -8,10 +8,17 @@
 //! buffered descriptor (Linux keeps the two coherent: direct I/O flushes and invalidates the
 //! cached range). If the filesystem refuses `O_DIRECT` (tmpfs, some overlays), or a direct
 //! access fails with `EINVAL`, the file falls back to buffered I/O for good.
+//!
+//! `punch_hole` is `fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)`: whole filesystem
+//! blocks of the range are freed at once (the freeing is a metadata change that becomes
+//! durable with the next `sync_data`, like any other). If the filesystem does not support it
+//! (`EOPNOTSUPP`), the range is overwritten with zeros instead: it reads back the same but
+//! frees nothing, and [`StorageFile::allocated_bytes`] shows it.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -20,10 +27,15 @@ use lamina_core::{Error, IoStats, Result};
 use parking_lot::Mutex;
 
 use crate::accounting::{AccountingOptions, FileId, IoAccounting};
-use crate::backend::{OpenMode, Storage, StorageFile, check_name, check_range};
+use crate::backend::{
+    OpenMode, Storage, StorageFile, check_name, check_punch_range, check_range, punch_span,
+};
 
 /// Alignment of offset, length and buffer address for an access to go through `O_DIRECT`.
 pub const DIRECT_IO_ALIGN_BYTES: u64 = 4096;
+
+/// Largest buffer of zeros the `EOPNOTSUPP` fallback of `punch_hole` writes at once.
+const PUNCH_ZEROS_CHUNK_BYTES: u64 = 1 << 20;
 
 /// Options of [`FileStorage::open_dir`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -260,6 +272,39 @@ impl DiskFile {
         }
         op(&self.buffered)
     }
+
+    /// `fallocate(PUNCH_HOLE | KEEP_SIZE)` on `start..end`; `Ok(false)` if the filesystem
+    /// does not support it.
+    fn fallocate_punch(&self, start: u64, end: u64) -> std::io::Result<bool> {
+        let (Ok(off), Ok(len)) = (libc::off_t::try_from(start), libc::off_t::try_from(end - start))
+        else {
+            return Err(std::io::Error::from_raw_os_error(libc::EFBIG));
+        };
+        let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        // SAFETY: `fallocate` only reads its integer arguments; the descriptor is owned by
+        // `self.buffered`, open for writing, and outlives the call.
+        let rc = unsafe { libc::fallocate(self.buffered.as_raw_fd(), mode, off, len) };
+        if rc == 0 {
+            return Ok(true);
+        }
+        let err = std::io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EOPNOTSUPP) => Ok(false),
+            _ => Err(err),
+        }
+    }
+
+    /// The fallback of `punch_hole`: zeros over `start..end`, in bounded chunks.
+    fn write_zeros(&self, start: u64, end: u64) -> std::io::Result<()> {
+        let zeros = vec![0u8; PUNCH_ZEROS_CHUNK_BYTES.min(end - start) as usize];
+        let mut at = start;
+        while at < end {
+            let n = (end - at).min(zeros.len() as u64) as usize;
+            self.buffered.write_all_at(&zeros[..n], at)?;
+            at += n as u64;
+        }
+        Ok(())
+    }
 }
 
 impl StorageFile for DiskFile {
@@ -303,6 +348,27 @@ impl StorageFile for DiskFile {
             .map_err(|e| Error::io(format!("resizing {} to {len}", self.path.display()), e))?;
         self.accounting.on_set_len(self.id, len);
         Ok(())
+    }
+
+    fn punch_hole(&self, offset: u64, len: u64) -> Result<()> {
+        check_punch_range(&self.name, offset, len)?;
+        let Some((start, end)) = punch_span(offset, len, self.len()?) else { return Ok(()) };
+        let ctx =
+            || format!("punching {} bytes at {start} of {}", end - start, self.path.display());
+        let punched = self.fallocate_punch(start, end).map_err(|e| Error::io(ctx(), e))?;
+        if !punched {
+            self.write_zeros(start, end).map_err(|e| Error::io(ctx(), e))?;
+        }
+        self.accounting.on_punch(end - start);
+        Ok(())
+    }
+
+    fn allocated_bytes(&self) -> Result<u64> {
+        let meta = self.buffered.metadata().map_err(|e| {
+            Error::io(format!("reading allocated size of {}", self.path.display()), e)
+        })?;
+        // st_blocks counts 512-byte units whatever the filesystem's block size (stat(2)).
+        Ok(meta.blocks() * 512)
     }
 
     fn sync_data(&self) -> Result<()> {

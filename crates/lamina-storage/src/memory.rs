@@ -1,7 +1,12 @@
 //! The `memory` backend: files are byte vectors, for fast tests. Everything is "durable" as
 //! soon as it is written (there is no crash to survive; use [`crate::FaultyStorage`] for that).
+//!
+//! Allocation is modelled in pages of [`MEMORY_PAGE_BYTES`]: a file occupies its length
+//! (gaps left by writes past the end included) minus the whole pages a `punch_hole` freed and
+//! nothing wrote since; [`StorageFile::allocated_bytes`] reports that. The vector itself
+//! keeps its size (the zeros are still held in memory): only the count models the device.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -10,8 +15,12 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::accounting::{AccountingOptions, FileId, IoAccounting};
 use crate::backend::{
-    OpenMode, Storage, StorageFile, already_exists, check_name, check_range, eof_error, not_found,
+    OpenMode, Storage, StorageFile, already_exists, check_name, check_punch_range, check_range,
+    eof_error, not_found, punch_span,
 };
+
+/// Allocation unit of the memory backend's [`StorageFile::allocated_bytes`] model.
+pub const MEMORY_PAGE_BYTES: u64 = 4096;
 
 /// A [`Storage`] held in memory.
 #[derive(Debug)]
@@ -26,6 +35,9 @@ pub struct MemoryFile {
     name: String,
     id: FileId,
     data: RwLock<Vec<u8>>,
+    /// Page numbers (of [`MEMORY_PAGE_BYTES`]) freed by `punch_hole`, all wholly below the
+    /// length; taken after `data` when both are locked.
+    holes: Mutex<BTreeSet<u64>>,
     accounting: Arc<IoAccounting>,
 }
 
@@ -68,6 +80,7 @@ impl Storage for MemoryStorage {
             name: name.to_owned(),
             id: self.accounting.on_create(),
             data: RwLock::new(Vec::new()),
+            holes: Mutex::new(BTreeSet::new()),
             accounting: self.accounting.clone(),
         });
         files.insert(name.to_owned(), file.clone());
@@ -158,6 +171,15 @@ impl StorageFile for MemoryFile {
             try_resize(&mut data, end, &self.name)?;
         }
         data[offset as usize..end].copy_from_slice(bytes);
+        // The written pages are allocated again.
+        let first = offset / MEMORY_PAGE_BYTES;
+        let last = (end as u64 - 1) / MEMORY_PAGE_BYTES;
+        let mut holes = self.holes.lock();
+        let touched: Vec<u64> = holes.range(first..=last).copied().collect();
+        for page in touched {
+            holes.remove(&page);
+        }
+        drop(holes);
         drop(data);
         self.accounting.on_write(self.id, offset, bytes.len());
         Ok(())
@@ -171,9 +193,35 @@ impl StorageFile for MemoryFile {
         check_range(&self.name, len, 0)?;
         let mut data = self.data.write();
         try_resize(&mut data, len as usize, &self.name)?;
+        // Holes must stay wholly below the length (a re-extension reads zeros anyway, but
+        // counts as allocated, like the gap of a write past the end).
+        let mut holes = self.holes.lock();
+        let _cut = holes.split_off(&(len / MEMORY_PAGE_BYTES));
+        drop(holes);
         drop(data);
         self.accounting.on_set_len(self.id, len);
         Ok(())
+    }
+
+    fn punch_hole(&self, offset: u64, len: u64) -> Result<()> {
+        check_punch_range(&self.name, offset, len)?;
+        let mut data = self.data.write();
+        let Some((start, end)) = punch_span(offset, len, data.len() as u64) else { return Ok(()) };
+        data[start as usize..end as usize].fill(0);
+        let first_whole = start.div_ceil(MEMORY_PAGE_BYTES);
+        let end_whole = end / MEMORY_PAGE_BYTES; // exclusive
+        self.holes.lock().extend(first_whole..end_whole);
+        drop(data);
+        self.accounting.on_punch(end - start);
+        Ok(())
+    }
+
+    fn allocated_bytes(&self) -> Result<u64> {
+        let data = self.data.read();
+        let holes = self.holes.lock().len() as u64;
+        let len = data.len() as u64;
+        assert!(holes * MEMORY_PAGE_BYTES <= len, "holes lie wholly below the length");
+        Ok(len - holes * MEMORY_PAGE_BYTES)
     }
 
     fn sync_data(&self) -> Result<()> {

@@ -269,3 +269,71 @@ fn threads_see_the_crash_and_synced_files_survive() {
         assert!(recovered.read_all(&name).unwrap().iter().all(|&b| b == t));
     }
 }
+
+#[test]
+fn a_punch_is_durable_at_once_and_never_undone() {
+    let faulty = FaultyStorage::in_memory(FaultPlan::none());
+    let f = faulty.open("f", OpenMode::Create).unwrap();
+    faulty.sync_dir().unwrap();
+    f.write_all_at(0, &[b'a'; 3000]).unwrap();
+    f.sync_data().unwrap();
+    f.write_all_at(500, &[b'b'; 1000]).unwrap(); // unsynced, overlaps the punch
+    f.punch_hole(1000, 1000).unwrap(); // never synced
+    f.write_all_at(1200, b"cc").unwrap(); // unsynced write into the hole: undone to zeros
+    let recovered = faulty.reopen_after_crash().unwrap();
+    let data = recovered.read_all("f").unwrap();
+    assert_eq!(data.len(), 3000);
+    assert!(data[..1000].iter().all(|&b| b == b'a'), "unsynced 'b's outside the hole undone");
+    assert!(data[1000..2000].iter().all(|&b| b == 0), "the punched range never comes back");
+    assert!(data[2000..].iter().all(|&b| b == b'a'));
+}
+
+#[test]
+fn a_punch_is_an_operation_for_fault_plans() {
+    // Ops: 1 open, 2 write, 3 sync, 4 punch.
+    let plan = FaultPlan::none().fail_at(4, FailKind::Eio, false);
+    let faulty = FaultyStorage::in_memory(plan);
+    let f = faulty.open("f", OpenMode::Create).unwrap();
+    f.write_all_at(0, &[1; 100]).unwrap();
+    f.sync_data().unwrap();
+    let err = f.punch_hole(0, 50).unwrap_err();
+    assert!(matches!(&err, Error::Io { source, .. } if source.raw_os_error() == Some(libc::EIO)));
+    assert_eq!(faulty.read_all("f").unwrap(), vec![1; 100], "a failed punch changes nothing");
+    assert_eq!(faulty.io_stats().punches, 0);
+    f.punch_hole(0, 50).unwrap();
+    assert_eq!(faulty.ops(), 7, "4 failed punch, 5-6 read_all (open, read), 7 punch");
+    assert_eq!(faulty.io_stats().punches, 1);
+}
+
+#[test]
+fn every_crash_point_around_a_punch_leaves_before_or_after() {
+    let runs = for_each_crash_point(
+        &FaultPlan::none(),
+        |s| {
+            let f = s.open("level", OpenMode::Create)?;
+            f.write_all_at(0, &[b'o'; 8192])?;
+            f.sync_data()?;
+            s.sync_dir()
+        },
+        |s| {
+            let f = s.open("level", OpenMode::Existing)?;
+            f.write_all_at(8192, &[b'n'; 4096])?;
+            f.sync_data()?;
+            f.punch_hole(0, 4096)?; // the old block, once its successor is durable
+            f.sync_data()
+        },
+        |s, _k| {
+            let data = s.read_all("level")?;
+            let old_block_gone = data[..4096].iter().all(|&b| b == 0);
+            assert!(old_block_gone || data[..4096].iter().all(|&b| b == b'o'));
+            assert!(data[4096..8192].iter().all(|&b| b == b'o'));
+            if old_block_gone {
+                assert_eq!(&data[8192..], &[b'n'; 4096], "punched only after the new block");
+            }
+            Ok(())
+        },
+    )
+    .unwrap();
+    // open, write, sync, punch, sync.
+    assert_eq!(runs.ops_to_complete, 5);
+}

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lamina_core::{CasOutcome, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch};
-use lamina_fdtree::{FdTree, FdTreeOptions};
+use lamina_fdtree::FdTree;
 use lamina_mem::{LOG_CAPACITY_BYTES_DEFAULT, MemEngine, MemOptions};
 use lamina_storage::{AccountingOptions, FileOptions, FileStorage, Storage};
 use lamina_trie::{TrieEngine, TrieOptions};
@@ -99,13 +99,7 @@ impl Db {
                 Engine::Mem(MemEngine::open(file_storage(dir, &options)?, &mem)?)
             }
             EngineKind::Fdtree(mode) => {
-                let fdtree = FdTreeOptions {
-                    memory_budget_bytes: options.memory_budget_bytes,
-                    cache_bytes: usize::try_from(options.cache_bytes).unwrap_or(usize::MAX),
-                    mode,
-                    durability: options.durability,
-                    ..FdTreeOptions::default()
-                };
+                let fdtree = options.fdtree_options(mode);
                 Engine::Fdtree(FdTree::open(file_storage(dir, &options)?, &fdtree)?)
             }
             EngineKind::Trie => {

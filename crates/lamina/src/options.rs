@@ -1,6 +1,7 @@
 //! Options of [`crate::Db::open`], validated before anything is created.
 
 use lamina_core::{Durability, Error, Result};
+use lamina_fdtree::{FcMode, FdTreeOptions};
 use lamina_storage::DeviceProfile;
 
 use crate::EngineKind;
@@ -29,6 +30,17 @@ pub struct Options {
     /// Impose the device's modeled latency for real (sleep on each access), so wall-clock
     /// runs reproduce its asymmetry.
     pub emulate_device: bool,
+    /// Engine-specific tuning, `fdtree` only: the size ratio gamma between adjacent levels
+    /// (FD+FC section 2, invariant I3: `kappa_i = gamma^i kappa_0`; the paper's default is
+    /// 24), in `2..=lamina_fdtree::options::SIZE_RATIO_MAX`. `None` takes the engine's
+    /// default. Refused as unsupported with the other engines.
+    pub fdtree_size_ratio: Option<u32>,
+    /// Engine-specific tuning, `fdtree` only: the longest key accepted, in
+    /// `1..=limits::KEY_BYTES_MAX` (longer keys are refused as invalid arguments). A block
+    /// must hold `2 * gamma + 1` fences of the longest key (see `lamina-fdtree`'s README,
+    /// "variable-length keys"), so a large `fdtree_size_ratio` such as the paper's 24 needs
+    /// it lowered (or its keys would need bigger blocks). `None`: the API limit.
+    pub fdtree_key_bytes_max: Option<usize>,
 }
 
 impl Default for Options {
@@ -42,6 +54,8 @@ impl Default for Options {
             disk_budget_bytes: 0,
             device: DeviceProfile::host(),
             emulate_device: false,
+            fdtree_size_ratio: None,
+            fdtree_key_bytes_max: None,
         }
     }
 }
@@ -83,7 +97,57 @@ impl Options {
                 ),
             });
         }
+        let fdtree = matches!(self.engine, EngineKind::Fdtree(_));
+        for (name, given) in [
+            ("fdtree_size_ratio", self.fdtree_size_ratio.is_some()),
+            ("fdtree_key_bytes_max", self.fdtree_key_bytes_max.is_some()),
+        ] {
+            if given && !fdtree {
+                return Err(Error::Unsupported {
+                    what: format!(
+                        "{name} with engine `{}`, which is not fdtree; pass None",
+                        self.engine
+                    ),
+                });
+            }
+        }
+        if let Some(key_bytes_max) = self.fdtree_key_bytes_max
+            && !(1..=lamina_core::limits::KEY_BYTES_MAX).contains(&key_bytes_max)
+        {
+            return Err(Error::option(
+                "fdtree_key_bytes_max",
+                format!("{key_bytes_max} is outside 1..={}", lamina_core::limits::KEY_BYTES_MAX),
+            ));
+        }
+        if let Some(ratio) = self.fdtree_size_ratio {
+            let max = lamina_fdtree::options::SIZE_RATIO_MAX;
+            if !(2..=max).contains(&ratio) {
+                return Err(Error::option(
+                    "fdtree_size_ratio",
+                    format!("gamma {ratio} is outside 2..={max}"),
+                ));
+            }
+        }
+        if let EngineKind::Fdtree(mode) = self.engine {
+            // The engine's own sizing rules (block capacity against gamma and key length), so
+            // a bad combination is refused before anything is created.
+            self.fdtree_options(mode).params()?;
+        }
         Ok(())
+    }
+
+    /// The `fdtree` engine's options for concurrency scheme `mode`.
+    pub(crate) fn fdtree_options(&self, mode: FcMode) -> FdTreeOptions {
+        let defaults = FdTreeOptions::default();
+        FdTreeOptions {
+            memory_budget_bytes: self.memory_budget_bytes,
+            cache_bytes: usize::try_from(self.cache_bytes).unwrap_or(usize::MAX),
+            mode,
+            durability: self.durability,
+            size_ratio: self.fdtree_size_ratio.unwrap_or(defaults.size_ratio),
+            key_bytes_max: self.fdtree_key_bytes_max.unwrap_or(defaults.key_bytes_max),
+            ..defaults
+        }
     }
 }
 
@@ -110,5 +174,26 @@ mod tests {
         let budget = Options { disk_budget_bytes: 1 << 30, ..Options::default() };
         assert!(matches!(budget.validate(), Err(Error::Unsupported { .. })));
         assert!(Options { disk_budget_bytes: 1 << 30, ..mem() }.validate().is_ok());
+    }
+
+    #[test]
+    fn fdtree_size_ratio_is_checked_and_only_for_fdtree() {
+        let fdtree = Options { engine: EngineKind::Fdtree(FcMode::Xm), ..mem() };
+        let err = Options { fdtree_size_ratio: Some(24), ..fdtree }.validate().unwrap_err();
+        assert!(err.to_string().contains("size_ratio"), "too many fences of 1 KiB keys: {err}");
+        Options { fdtree_size_ratio: Some(24), fdtree_key_bytes_max: Some(256), ..fdtree }
+            .validate()
+            .unwrap();
+        for bad in [0, 1, lamina_fdtree::options::SIZE_RATIO_MAX + 1] {
+            let err = Options { fdtree_size_ratio: Some(bad), ..fdtree }.validate().unwrap_err();
+            assert!(err.to_string().contains("fdtree_size_ratio"), "{err}");
+        }
+        let on_mem = Options { fdtree_size_ratio: Some(24), ..mem() }.validate();
+        assert!(matches!(on_mem, Err(Error::Unsupported { .. })));
+        Options { fdtree_key_bytes_max: Some(64), ..fdtree }.validate().unwrap();
+        let err = Options { fdtree_key_bytes_max: Some(0), ..fdtree }.validate().unwrap_err();
+        assert!(err.to_string().contains("fdtree_key_bytes_max"), "{err}");
+        let on_mem = Options { fdtree_key_bytes_max: Some(64), ..mem() }.validate();
+        assert!(matches!(on_mem, Err(Error::Unsupported { .. })));
     }
 }

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::PhaseRole;
-use crate::report::BenchReport;
+use crate::report::{BenchReport, RunReport};
 
 /// One engine's mean and maximum latency per data-size step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,7 +64,7 @@ pub fn step_table(report: &BenchReport, steps: u64) -> StepTable {
 }
 
 /// One point of a per-phase series.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Point {
     /// Data size (records) or lookup ratio.
     pub x: f64,
@@ -74,6 +74,62 @@ pub struct Point {
     pub mean_us: f64,
     /// Largest latency, microseconds.
     pub max_us: f64,
+    /// Standard deviation of all requests' latency over the rounds, microseconds (0 in
+    /// reports written before it was added).
+    #[serde(default)]
+    pub stddev_us: f64,
+    /// R_p of insertions (`put`), if the phase had any.
+    #[serde(default)]
+    pub insert: Option<KindPoint>,
+    /// R_p of deletions, if any.
+    #[serde(default)]
+    pub delete: Option<KindPoint>,
+    /// R_p of lookups (`get`), if any.
+    #[serde(default)]
+    pub lookup: Option<KindPoint>,
+    /// Largest disk footprint of any round (allocated bytes, sampled every 50 ms).
+    #[serde(default)]
+    pub disk_peak_bytes: u64,
+    /// The steady-state footprint: the largest of the rounds' median samples.
+    #[serde(default)]
+    pub disk_median_bytes: u64,
+}
+
+/// Latency of one request kind across an engine's rounds of a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct KindPoint {
+    /// Requests measured.
+    pub count: u64,
+    /// Mean, microseconds.
+    pub mean_us: f64,
+    /// Largest, microseconds (worst case).
+    pub max_us: f64,
+    /// Standard deviation (rounds pooled), microseconds.
+    pub stddev_us: f64,
+}
+
+/// Pools `kind`'s latency over `runs` (means weighted by count, variance pooled as
+/// E[X^2] - E[X]^2); `None` when no run had such requests.
+pub fn pooled_kind(runs: &[&RunReport], kind: &str) -> Option<KindPoint> {
+    let summaries: Vec<_> =
+        runs.iter().filter_map(|r| r.ops.get(kind)).filter(|s| s.count > 0).collect();
+    let count: u64 = summaries.iter().map(|s| s.count).sum();
+    if count == 0 {
+        return None;
+    }
+    let n = count as f64;
+    let mean = summaries.iter().map(|s| s.count as f64 * s.mean_us).sum::<f64>() / n;
+    let square = summaries
+        .iter()
+        .map(|s| s.count as f64 * (s.stddev_us * s.stddev_us + s.mean_us * s.mean_us))
+        .sum::<f64>()
+        / n;
+    Some(KindPoint {
+        count,
+        mean_us: mean,
+        max_us: summaries.iter().map(|s| s.max_us).fold(0.0, f64::max),
+        stddev_us: (square - mean * mean).max(0.0).sqrt(),
+    })
 }
 
 /// One engine's points across phases.
@@ -101,11 +157,19 @@ pub fn series<'a>(phases: impl IntoIterator<Item = (PhaseRole, &'a BenchReport)>
     for (role, report) in phases {
         let Some(x) = phase_x(role) else { continue };
         for s in &report.summary {
+            let runs: Vec<&RunReport> =
+                report.runs.iter().filter(|r| r.engine == s.engine).collect();
             let point = Point {
                 x,
                 throughput_ops_s: s.throughput_ops_s,
                 mean_us: s.all.mean_us,
                 max_us: s.all.max_us,
+                stddev_us: s.all.stddev_us,
+                insert: pooled_kind(&runs, "put"),
+                delete: pooled_kind(&runs, "delete"),
+                lookup: pooled_kind(&runs, "get"),
+                disk_peak_bytes: s.disk_peak_bytes,
+                disk_median_bytes: runs.iter().map(|r| r.disk_median_bytes).max().unwrap_or(0),
             };
             match out.iter_mut().find(|e| e.engine == s.engine) {
                 Some(e) => e.points.push(point),
@@ -156,5 +220,29 @@ mod tests {
         assert_eq!(mem.points[0].throughput_ops_s, 12.0);
         assert_eq!(mem.points[0].max_us, report.summary[0].all.max_us);
         assert_eq!(phase_x(PhaseRole::LookupRatio { lookup_ratio: 0.2 }), Some(0.2));
+        let get = report.runs[0].ops["get"];
+        let lookup = mem.points[0].lookup.unwrap();
+        assert_eq!(
+            (lookup.count, lookup.mean_us, lookup.max_us),
+            (get.count, get.mean_us, get.max_us)
+        );
+        assert!((lookup.stddev_us - get.stddev_us).abs() < 1e-9);
+        assert_eq!(mem.points[0].disk_median_bytes, report.runs[0].disk_median_bytes);
+    }
+
+    #[test]
+    fn kinds_pool_rounds_by_count() {
+        let report = sample_report();
+        let mut a = report.runs[0].clone();
+        let mut b = a.clone();
+        let get = a.ops.get_mut("get").unwrap();
+        (get.count, get.mean_us, get.stddev_us, get.max_us) = (1, 1.0, 0.0, 1.0);
+        let get = b.ops.get_mut("get").unwrap();
+        (get.count, get.mean_us, get.stddev_us, get.max_us) = (3, 5.0, 0.0, 5.0);
+        let p = pooled_kind(&[&a, &b], "get").unwrap();
+        // Samples 1, 5, 5, 5: mean 4, variance (9 + 1 + 1 + 1) / 4 = 3.
+        assert_eq!((p.count, p.mean_us, p.max_us), (4, 4.0, 5.0));
+        assert!((p.stddev_us - 3f64.sqrt()).abs() < 1e-12);
+        assert_eq!(pooled_kind(&[&a], "scan"), None);
     }
 }

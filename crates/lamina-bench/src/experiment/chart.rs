@@ -1,5 +1,5 @@
 //! An experiment's figures as PNG and SVG: one line per engine against data size or lookup
-//! ratio (NB-tree Figures 6-9, FD+FC Figure 10), plus each single or insert phase's own
+//! ratio (NB-tree Figures 6-9, FD+FC Figures 6 and 10), plus each single or insert phase's own
 //! charts from [`crate::plot::write_plots`].
 
 use std::path::{Path, PathBuf};
@@ -12,8 +12,29 @@ use crate::plot::{
     CHART_SIZE, Drawn, color, draw_legend, err, label, legend_mark, log_range, write_plots,
 };
 
-/// Picks one metric of a point.
-type Pick = fn(&Point) -> f64;
+/// Picks one metric of a point (`None`: the point has no such value, e.g. insert latency
+/// of a read-only phase).
+type Pick = fn(&Point) -> Option<f64>;
+
+/// FD+FC Figure 6's panels: file name, y axis, log scale, metric.
+const FIGURE6_METRICS: [(&str, &str, bool, Pick); 10] = [
+    ("throughput", "throughput (requests/s)", false, |p| Some(p.throughput_ops_s)),
+    ("insert_mean", "avg. insertion R_p (us)", false, |p| p.insert.map(|k| k.mean_us)),
+    ("insert_max", "worst-case insertion R_p (us, log)", true, |p| p.insert.map(|k| k.max_us)),
+    ("insert_stddev", "std. dev. of insertion R_p (us)", false, |p| p.insert.map(|k| k.stddev_us)),
+    ("lookup_mean", "avg. lookup R_p (us)", false, |p| p.lookup.map(|k| k.mean_us)),
+    ("lookup_max", "worst-case lookup R_p (us, log)", true, |p| p.lookup.map(|k| k.max_us)),
+    ("lookup_stddev", "std. dev. of lookup R_p (us)", false, |p| p.lookup.map(|k| k.stddev_us)),
+    ("disk_peak", "peak disk (MiB allocated)", false, |p| {
+        Some(p.disk_peak_bytes as f64 / f64::from(1 << 20))
+    }),
+    ("disk_steady", "steady-state disk (MiB, median sample)", false, |p| {
+        Some(p.disk_median_bytes as f64 / f64::from(1 << 20))
+    }),
+    ("disk_peak_over_steady", "peak / steady-state disk", false, |p| {
+        (p.disk_median_bytes > 0).then(|| p.disk_peak_bytes as f64 / p.disk_median_bytes as f64)
+    }),
+];
 
 /// One figure: lines of (x, y) per engine.
 struct Figure<'a> {
@@ -121,17 +142,28 @@ pub fn write_experiment_plots(outcome: &ExperimentOutcome, dir: &Path) -> Result
     }
     if !report.series.is_empty() {
         let x_desc = report.x_name();
-        let prefix = if report.insert_steps.is_some() { "query" } else { "lookup_ratio" };
-        let metrics: [(&str, &str, bool, Pick); 3] = [
-            ("throughput", "throughput (requests/s)", false, |p| p.throughput_ops_s),
-            ("mean", "mean latency (us)", false, |p| p.mean_us),
-            ("max", "max latency (us, log)", true, |p| p.max_us),
+        let prefix = if report.insert_steps.is_some() {
+            "query"
+        } else if report.is_figure6() {
+            "figure6"
+        } else {
+            "lookup_ratio"
+        };
+        let basic: [(&str, &str, bool, Pick); 3] = [
+            ("throughput", "throughput (requests/s)", false, |p| Some(p.throughput_ops_s)),
+            ("mean", "mean latency (us)", false, |p| Some(p.mean_us)),
+            ("max", "max latency (us, log)", true, |p| Some(p.max_us)),
         ];
-        for (metric, what, log_y, pick) in metrics {
+        let metrics: &[(&str, &str, bool, Pick)] =
+            if report.is_figure6() { &FIGURE6_METRICS } else { &basic };
+        for &(metric, what, log_y, pick) in metrics {
             let lines = report
                 .series
                 .iter()
-                .map(|s| (s.engine.clone(), s.points.iter().map(|p| (p.x, pick(p))).collect()))
+                .map(|s| {
+                    let pts = s.points.iter().filter_map(|p| pick(p).map(|y| (p.x, y))).collect();
+                    (s.engine.clone(), pts)
+                })
                 .collect();
             let title = format!("{}: {what} vs {x_desc}", report.experiment);
             let fig = Figure { title, x_desc, y_desc: what, log_y, lines };

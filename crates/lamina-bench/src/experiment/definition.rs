@@ -5,7 +5,8 @@
 //!   the course of two million insertions, starting with an empty index ... grouped into
 //!   buckets each containing 10,000 requests; we plot the longest observed time per
 //!   request in each bucket". Scaled down: 200,000 uniform random inserts (the `insert`
-//!   workload), one thread, buckets of 1,000.
+//!   workload), one thread, buckets of `--ops`/200 (1,000; the paper's 2,000,000 inserts in
+//!   buckets of 10,000 are `--ops 2000000`).
 //! - `nbtree-insert`: NB-tree section 6.1 (8-byte uniform random keys, 128-byte values).
 //!   Phase `insert`: `--ops` inserts (500,000 by default, 68 MB of raw data) into an empty index, split into
 //!   [`NBTREE_STEPS`] data-size steps whose mean and maximum insert time are Figures 6-7.
@@ -16,6 +17,16 @@
 //!   [`FDFC_LOOKUP_RATIOS`], insertions and deletions splitting the rest equally, 8 client
 //!   threads (section 5's default), 200,000 requests per ratio over `--preload` keys
 //!   (1,000,000 by default, so the index outgrows the 15 MiB cache as in the paper).
+//! - `fdfc-figure6`: FD+FC section 5.1, Figure 6: FD+XM vs FD+DS vs FD+FC on G_R with
+//!   lookup fraction W_l in [`FDFC_LOOKUP_RATIOS`], insertions and deletions splitting the
+//!   rest equally, over `--preload` keys (2,000,000 by default) with `--ops` requests per
+//!   ratio (2,000,000), after a warm-up of 10,000 (section 5: "measure performance after a
+//!   warm-up of 10K requests"). Section 5's open system: an injection thread fills Q_r and
+//!   Q_w (|Q_r| + |Q_w| = 5000, split W_l : (W_i + W_d)), served by T_r = 6 and T_w = 2
+//!   worker threads; R_p is what the figure plots. Engines get the paper's defaults scaled
+//!   to lamina: kappa_0 = 256 KiB of L_0 memory, gamma = 24, a 15 MiB cache, and keys of
+//!   at most [`FIGURE6_KEY_BYTES_MAX`] bytes so that gamma = 24 fits lamina's 32 KiB blocks
+//!   ([`Experiment::engine_tuning`]; the command line's flags override them).
 //! - `contest`: the SIGMOD 2011 contest mix (prefix-tree paper, section 4, Table 1) at 32
 //!   client threads with every write durable (`Durability::Sync`) over 100,000 preloaded
 //!   keys; 20,000 measured requests per engine by default (after 2,000 warm-up), so that
@@ -38,6 +49,24 @@ pub const NBTREE_QUERY_FRACTIONS: [(u64, u64); 3] = [(1, 4), (1, 2), (1, 1)];
 pub const FDFC_LOOKUP_RATIOS: [f64; 5] = [0.0, 0.2, 0.5, 0.8, 1.0];
 /// Client threads of `fdfc-vs-btree` (FD+FC section 5's default worker count).
 pub const FDFC_THREADS: usize = 8;
+/// Figure 6's T_r and T_w (FD+FC section 5: "we set T_r = 6 and T_w = 2").
+pub const FIGURE6_READERS: usize = 6;
+/// See [`FIGURE6_READERS`].
+pub const FIGURE6_WRITERS: usize = 2;
+/// Section 5's |Q_r| + |Q_w|.
+pub const FIGURE6_QUEUE_SLOTS: usize = 5000;
+/// Section 5's default kappa_0, 256 KB, as L_0's memory budget.
+pub const FIGURE6_MEMORY_BUDGET_BYTES: u64 = 256 << 10;
+/// Section 5's default size ratio gamma.
+pub const FIGURE6_SIZE_RATIO: u32 = 24;
+/// FD+tree's longest key in `fdfc-figure6`: with gamma = 24 a block must hold 49 fences of
+/// the longest key, which the default 32 KiB blocks cannot for the API's 1 KiB keys; G_R's
+/// keys are 8 bytes (the paper's are fixed-size), so 256 bytes costs nothing.
+pub const FIGURE6_KEY_BYTES_MAX: usize = 256;
+/// Section 5's default buffer cache, 15 MB.
+pub const FIGURE6_CACHE_BYTES: u64 = 15 << 20;
+/// Buckets of `fdfc-figure1` (its 2,000,000 inserts in buckets of 10,000).
+pub const FIGURE1_BUCKETS: u64 = 200;
 /// Client threads of the contest (prefix-tree paper, section 4).
 pub const CONTEST_THREADS: usize = 32;
 
@@ -50,6 +79,8 @@ pub enum Experiment {
     NbtreeInsert,
     /// FD+FC Figure 10: G_R across lookup ratios, FD+FC vs Berkeley DB.
     FdfcVsBtree,
+    /// FD+FC Figure 6: G_R across lookup ratios, FD+XM vs FD+DS vs FD+FC.
+    FdfcFigure6,
     /// SIGMOD 2011 contest mix, 32 threads, durable writes.
     Contest,
 }
@@ -96,8 +127,8 @@ pub struct Phase {
     pub role: PhaseRole,
     /// The workload.
     pub workload: WorkloadConfig,
-    /// Closed-loop client threads unless the command line chose a runner.
-    pub threads: usize,
+    /// How requests are issued unless the command line chose a runner.
+    pub runner: RunnerKind,
     /// Measured requests.
     pub ops: u64,
     /// Warm-up requests.
@@ -119,6 +150,20 @@ pub struct Scale {
     pub key_bytes: Option<usize>,
     /// `--value-bytes`.
     pub value_bytes: Option<usize>,
+}
+
+/// Engine settings an experiment fixes unless the command line gives them (`None`: the
+/// bench's defaults).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineTuning {
+    /// L_0 / buffer memory.
+    pub memory_budget_bytes: Option<u64>,
+    /// Block cache.
+    pub cache_bytes: Option<u64>,
+    /// FD+tree gamma.
+    pub fdtree_size_ratio: Option<u32>,
+    /// FD+tree's longest key.
+    pub fdtree_key_bytes_max: Option<usize>,
 }
 
 /// What an experiment fixes for its first phase (kept for flag validation).
@@ -144,10 +189,11 @@ pub fn step_ops(total: u64, steps: u64) -> u64 {
 
 impl Experiment {
     /// Every experiment.
-    pub const ALL: [Experiment; 4] = [
+    pub const ALL: [Experiment; 5] = [
         Experiment::FdfcFigure1,
         Experiment::NbtreeInsert,
         Experiment::FdfcVsBtree,
+        Experiment::FdfcFigure6,
         Experiment::Contest,
     ];
 
@@ -157,6 +203,7 @@ impl Experiment {
             Experiment::FdfcFigure1 => "fdfc-figure1",
             Experiment::NbtreeInsert => "nbtree-insert",
             Experiment::FdfcVsBtree => "fdfc-vs-btree",
+            Experiment::FdfcFigure6 => "fdfc-figure6",
             Experiment::Contest => "contest",
         }
     }
@@ -171,9 +218,25 @@ impl Experiment {
             Experiment::FdfcVsBtree => {
                 "FD+FC Figure 10: G_R across lookup ratios, FD+tree vs Berkeley DB"
             }
+            Experiment::FdfcFigure6 => {
+                "FD+FC Figure 6: G_R across lookup ratios, FD+XM vs FD+DS vs FD+FC (kappa_0 256 KiB, gamma 24, 15 MiB cache)"
+            }
             Experiment::Contest => {
                 "SIGMOD 2011 contest mix, 32 client threads, every write durable"
             }
+        }
+    }
+
+    /// Engine settings the experiment fixes unless the command line gives them.
+    pub fn engine_tuning(self) -> EngineTuning {
+        match self {
+            Experiment::FdfcFigure6 => EngineTuning {
+                memory_budget_bytes: Some(FIGURE6_MEMORY_BUDGET_BYTES),
+                cache_bytes: Some(FIGURE6_CACHE_BYTES),
+                fdtree_size_ratio: Some(FIGURE6_SIZE_RATIO),
+                fdtree_key_bytes_max: Some(FIGURE6_KEY_BYTES_MAX),
+            },
+            _ => EngineTuning::default(),
         }
     }
 
@@ -193,14 +256,15 @@ impl Experiment {
             Experiment::FdfcFigure1 => {
                 let mut w = WorkloadConfig::new(WorkloadKind::Insert, seed);
                 w.preload = scale.preload.unwrap_or(0); // the figure starts from an empty index
+                let ops = scale.ops.unwrap_or(200_000);
                 vec![Phase {
                     name: "insert".into(),
                     role: PhaseRole::Single,
                     workload: sized(w),
-                    threads: 1,
-                    ops: scale.ops.unwrap_or(200_000),
+                    runner: RunnerKind::Closed { threads: 1 },
+                    ops,
                     warmup_ops: 0,
-                    bucket_ops: 1_000,
+                    bucket_ops: step_ops(ops, FIGURE1_BUCKETS),
                     durability: None,
                 }]
             }
@@ -218,7 +282,7 @@ impl Experiment {
                     name: "insert".into(),
                     role: PhaseRole::InsertSteps { steps: NBTREE_STEPS },
                     workload: sized(insert),
-                    threads: 1,
+                    runner: RunnerKind::Closed { threads: 1 },
                     ops: inserts,
                     warmup_ops: 0, // Figure 6 starts from an empty index
                     bucket_ops: step_ops(inserts, NBTREE_STEPS),
@@ -232,7 +296,7 @@ impl Experiment {
                         name: format!("query-{records}"),
                         role: PhaseRole::QueryAtSize { records },
                         workload: sized(query),
-                        threads: 1,
+                        runner: RunnerKind::Closed { threads: 1 },
                         ops: NBTREE_QUERIES,
                         warmup_ops: 0, // the paper measures n_Q queries on the built index
                         bucket_ops: step_ops(NBTREE_QUERIES, NBTREE_STEPS),
@@ -254,7 +318,34 @@ impl Experiment {
                             name: format!("wl-{lookup_ratio:.1}"),
                             role: PhaseRole::LookupRatio { lookup_ratio },
                             workload: sized(w),
-                            threads: FDFC_THREADS,
+                            runner: RunnerKind::Closed { threads: FDFC_THREADS },
+                            ops,
+                            warmup_ops: (ops / 20).min(10_000),
+                            bucket_ops: step_ops(ops, 500),
+                            durability: None,
+                        }
+                    })
+                    .collect()
+            }
+            Experiment::FdfcFigure6 => {
+                let ops = scale.ops.unwrap_or(2_000_000);
+                FDFC_LOOKUP_RATIOS
+                    .iter()
+                    .map(|&lookup_ratio| {
+                        let mut w = WorkloadConfig::new(WorkloadKind::Gr, seed);
+                        w.preload = scale.preload.unwrap_or(2_000_000);
+                        let rest = (1.0 - lookup_ratio) / 2.0;
+                        w.mix = Mix { weights: [lookup_ratio, rest, rest] };
+                        Phase {
+                            name: format!("wl-{lookup_ratio:.1}"),
+                            role: PhaseRole::LookupRatio { lookup_ratio },
+                            workload: sized(w),
+                            runner: RunnerKind::Open {
+                                readers: FIGURE6_READERS,
+                                writers: FIGURE6_WRITERS,
+                                rate_per_s: None,
+                                queue_slots: FIGURE6_QUEUE_SLOTS,
+                            },
                             ops,
                             warmup_ops: (ops / 20).min(10_000),
                             bucket_ops: step_ops(ops, 500),
@@ -271,7 +362,7 @@ impl Experiment {
                     name: "contest".into(),
                     role: PhaseRole::Single,
                     workload: sized(w),
-                    threads: CONTEST_THREADS,
+                    runner: RunnerKind::Closed { threads: CONTEST_THREADS },
                     ops,
                     warmup_ops: ops / 10,
                     bucket_ops: step_ops(ops, 100),
@@ -285,20 +376,17 @@ impl Experiment {
         Ok(phases)
     }
 
-    /// The first phase's settings with `seed` (what the command line validates its flags
-    /// against).
-    pub fn plan(self, seed: u64) -> ExperimentPlan {
-        let first = self
-            .phases(seed, Scale::default())
-            .expect("default experiment settings are valid")
-            .swap_remove(0);
-        ExperimentPlan {
+    /// The first phase's settings with `seed` at `scale` (what the command line validates
+    /// its flags against, and runs as is for a one-phase experiment like `fdfc-figure1`).
+    pub fn plan(self, seed: u64, scale: Scale) -> Result<ExperimentPlan> {
+        let first = self.phases(seed, scale)?.swap_remove(0);
+        Ok(ExperimentPlan {
             workload: first.workload,
-            runner: RunnerKind::Closed { threads: first.threads },
+            runner: first.runner,
             ops: first.ops,
             bucket_ops: first.bucket_ops,
             warmup_ops: first.warmup_ops,
-        }
+        })
     }
 }
 
@@ -379,7 +467,8 @@ mod tests {
             let [l, i, d] = p.workload.mix.normalized();
             assert!((l - wl).abs() < 1e-12 && (i - d).abs() < 1e-12 && (l + i + d - 1.0) < 1e-12);
             assert_eq!(p.role, PhaseRole::LookupRatio { lookup_ratio: wl });
-            assert_eq!((p.threads, p.workload.preload), (FDFC_THREADS, 1_000_000));
+            assert_eq!(p.runner, RunnerKind::Closed { threads: FDFC_THREADS });
+            assert_eq!(p.workload.preload, 1_000_000);
         }
         assert_eq!(phases[1].name, "wl-0.2");
     }
@@ -389,10 +478,43 @@ mod tests {
         let phases = Experiment::Contest.phases(7, Scale::default()).unwrap();
         let [p] = phases.as_slice() else { panic!("one phase") };
         assert_eq!(p.workload.kind, WorkloadKind::Contest);
-        assert_eq!((p.threads, p.durability), (32, Some(Durability::Sync)));
-        let plan = Experiment::Contest.plan(7);
+        assert_eq!(p.runner, RunnerKind::Closed { threads: 32 });
+        assert_eq!(p.durability, Some(Durability::Sync));
+        let plan = Experiment::Contest.plan(7, Scale::default()).unwrap();
         assert_eq!(plan.runner, RunnerKind::Closed { threads: 32 });
-        let fig1 = Experiment::FdfcFigure1.plan(7);
+    }
+
+    #[test]
+    fn figure1_buckets_are_a_two_hundredth_of_the_inserts() {
+        let fig1 = Experiment::FdfcFigure1.plan(7, Scale::default()).unwrap();
         assert_eq!((fig1.ops, fig1.bucket_ops, fig1.warmup_ops), (200_000, 1_000, 0));
+        let paper = Scale { ops: Some(2_000_000), ..Scale::default() };
+        let fig1 = Experiment::FdfcFigure1.plan(7, paper).unwrap();
+        assert_eq!((fig1.ops, fig1.bucket_ops), (2_000_000, 10_000));
+    }
+
+    #[test]
+    fn figure6_is_the_open_system_over_two_million_keys_with_the_papers_tuning() {
+        let phases = Experiment::FdfcFigure6.phases(7, Scale::default()).unwrap();
+        assert_eq!(phases.len(), FDFC_LOOKUP_RATIOS.len());
+        for (p, wl) in phases.iter().zip(FDFC_LOOKUP_RATIOS) {
+            let [l, i, d] = p.workload.mix.normalized();
+            assert!((l - wl).abs() < 1e-12 && (i - d).abs() < 1e-12);
+            assert_eq!((p.workload.preload, p.ops, p.warmup_ops), (2_000_000, 2_000_000, 10_000));
+            let open =
+                RunnerKind::Open { readers: 6, writers: 2, rate_per_s: None, queue_slots: 5000 };
+            assert_eq!(p.runner, open);
+        }
+        let small = Scale { ops: Some(1000), preload: Some(500), ..Scale::default() };
+        let phases = Experiment::FdfcFigure6.phases(7, small).unwrap();
+        assert_eq!(
+            (phases[0].workload.preload, phases[0].ops, phases[0].warmup_ops),
+            (500, 1000, 50)
+        );
+        let tuning = Experiment::FdfcFigure6.engine_tuning();
+        assert_eq!(tuning.memory_budget_bytes, Some(256 << 10));
+        assert_eq!((tuning.fdtree_size_ratio, tuning.cache_bytes), (Some(24), Some(15 << 20)));
+        assert_eq!(tuning.fdtree_key_bytes_max, Some(FIGURE6_KEY_BYTES_MAX));
+        assert_eq!(Experiment::Contest.engine_tuning(), EngineTuning::default());
     }
 }

@@ -4,6 +4,8 @@ use super::Experiment;
 
 /// Peers of `nbtree-insert` (NB-tree section 6.1 compares LevelDB, RocksDB and B-trees).
 pub const NBTREE_PEERS: [&str; 3] = ["rocksdb", "leveldb", "wiredtiger-btree"];
+/// The concurrency schemes FD+FC Figure 6 compares, in its order.
+pub const FIGURE6_MODES: [&str; 3] = ["fdtree-xm", "fdtree-ds", "fdtree-fc"];
 /// The B+-tree of FD+FC section 5.3.
 pub const FDFC_BTREE: &str = "bdb";
 
@@ -72,6 +74,15 @@ impl Experiment {
                 }
                 want_peer(FDFC_BTREE, &mut selection);
             }
+            Experiment::FdfcFigure6 => {
+                for mode in FIGURE6_MODES {
+                    if has(mode) {
+                        selection.engines.push(mode.to_string());
+                    } else {
+                        selection.missing.push((mode.to_string(), "not in this build".into()));
+                    }
+                }
+            }
         }
         selection
     }
@@ -108,6 +119,13 @@ mod tests {
         assert_eq!(missing, ["fdtree-fc", "bdb"]);
         assert_eq!(best_fdtree(&names(&["fdtree", "fdtree-xm"])).as_deref(), Some("fdtree"));
         assert_eq!(best_fdtree(&names(&["mem"])), None);
+    }
+
+    #[test]
+    fn figure6_takes_the_three_modes_it_finds() {
+        let s = Experiment::FdfcFigure6.select_engines(&names(&["mem", "fdtree-ds", "fdtree-xm"]));
+        assert_eq!(s.engines, names(&["fdtree-xm", "fdtree-ds"]));
+        assert_eq!(s.missing, vec![("fdtree-fc".to_string(), "not in this build".to_string())]);
     }
 
     #[test]

@@ -11,10 +11,12 @@ mod run;
 pub use aggregate::{EngineSteps, Point, Series, StepTable, phase_x, series, step_table};
 pub use chart::write_experiment_plots;
 pub use definition::{
-    CONTEST_THREADS, Experiment, ExperimentPlan, FDFC_LOOKUP_RATIOS, FDFC_THREADS, NBTREE_QUERIES,
+    CONTEST_THREADS, EngineTuning, Experiment, ExperimentPlan, FDFC_LOOKUP_RATIOS, FDFC_THREADS,
+    FIGURE1_BUCKETS, FIGURE6_CACHE_BYTES, FIGURE6_KEY_BYTES_MAX, FIGURE6_MEMORY_BUDGET_BYTES,
+    FIGURE6_QUEUE_SLOTS, FIGURE6_READERS, FIGURE6_SIZE_RATIO, FIGURE6_WRITERS, NBTREE_QUERIES,
     NBTREE_QUERY_FRACTIONS, NBTREE_STEPS, Phase, PhaseRole, Scale, step_ops,
 };
-pub use engines::{EngineSelection, FDFC_BTREE, NBTREE_PEERS, best_fdtree};
+pub use engines::{EngineSelection, FDFC_BTREE, FIGURE6_MODES, NBTREE_PEERS, best_fdtree};
 pub use report::{
     EXPERIMENT_SCHEMA_NAME, EXPERIMENT_SCHEMA_VERSION, ExperimentReport, PhaseReport,
     series_markdown, steps_markdown,

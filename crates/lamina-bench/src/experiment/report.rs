@@ -7,12 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Experiment, Phase, PhaseRole,
-    aggregate::{Series, StepTable},
+    aggregate::{KindPoint, Series, StepTable},
     run::ExperimentRequest,
 };
 use crate::{
     BenchOutcome,
-    report::{BenchReport, SkippedEngine, render_table},
+    report::{BenchReport, SkippedEngine, fmt_bytes, render_table},
 };
 
 /// Schema name of an experiment report.
@@ -90,7 +90,16 @@ impl ExperimentReport {
 
     /// The x axis of [`ExperimentReport::series`].
     pub fn x_name(&self) -> &'static str {
-        if self.experiment == Experiment::FdfcVsBtree.name() { "W_l" } else { "records" }
+        if self.is_figure6() || self.experiment == Experiment::FdfcVsBtree.name() {
+            "W_l"
+        } else {
+            "records"
+        }
+    }
+
+    /// Whether this is `fdfc-figure6` (per-kind latency and disk columns).
+    pub fn is_figure6(&self) -> bool {
+        self.experiment == Experiment::FdfcFigure6.name()
     }
 
     /// The heading of the series table.
@@ -125,7 +134,9 @@ impl ExperimentReport {
         if let Some(steps) = &self.insert_steps {
             md.push_str(&steps_markdown(steps));
         }
-        if !self.series.is_empty() {
+        if self.is_figure6() {
+            md.push_str(&figure6_markdown(&self.series));
+        } else if !self.series.is_empty() {
             md.push_str(&series_markdown(self.series_heading(), self.x_name(), &self.series));
         }
         for (phase, role) in self.phases.iter().zip(roles) {
@@ -203,6 +214,51 @@ pub fn series_markdown(heading: &str, x_name: &str, series: &[Series]) -> String
     md
 }
 
+/// FD+FC Figure 6 as a table: one row per lookup ratio and engine, with throughput, R_p of
+/// insertions and lookups (mean, worst case, standard deviation: panels a-e and g) and the
+/// disk footprint (peak against steady state: section 5's space claim).
+pub fn figure6_markdown(series: &[Series]) -> String {
+    let mut md = String::from(
+        "## FD+XM vs FD+DS vs FD+FC across lookup ratios (FD+FC Figure 6)\n\n\
+         R_p in µs (insert = `put`; deletions behave alike); sd = standard deviation; disk is \
+         the directory's allocated size sampled every 50 ms: peak, steady state (median \
+         sample) and their ratio.\n\n\
+         | W_l | engine | ops/s | ins mean | ins max | ins sd | look mean | look max | look sd \
+         | all sd | disk peak | disk steady | peak/steady |\n\
+         |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let mut xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.x)).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let kind = |k: Option<KindPoint>| match k {
+        Some(k) => format!("{:.1} | {:.0} | {:.1}", k.mean_us, k.max_us, k.stddev_us),
+        None => "- | - | -".to_string(),
+    };
+    for x in xs {
+        for s in series {
+            let Some(p) = s.points.iter().find(|p| p.x.total_cmp(&x).is_eq()) else { continue };
+            let ratio = if p.disk_median_bytes > 0 {
+                format!("{:.2}", p.disk_peak_bytes as f64 / p.disk_median_bytes as f64)
+            } else {
+                "-".to_string()
+            };
+            let _ = writeln!(
+                md,
+                "| {x} | {} | {:.0} | {} | {} | {:.1} | {} | {} | {ratio} |",
+                s.engine,
+                p.throughput_ops_s,
+                kind(p.insert),
+                kind(p.lookup),
+                p.stddev_us,
+                fmt_bytes(p.disk_peak_bytes),
+                fmt_bytes(p.disk_median_bytes),
+            );
+        }
+    }
+    md.push('\n');
+    md
+}
+
 #[cfg(test)]
 #[allow(clippy::float_cmp)] // exact values built from exact inputs
 mod tests {
@@ -222,7 +278,8 @@ mod tests {
         let md = steps_markdown(&steps);
         assert!(md.contains("| records | a mean µs | a max µs | b mean µs | b max µs |"), "{md}");
         assert!(md.contains("| 20 | 2.00 | 6 | 4.00 | 8 |"), "{md}");
-        let p = |x| Point { x, throughput_ops_s: 100.0, mean_us: 1.5, max_us: 9.0 };
+        let p =
+            |x| Point { x, throughput_ops_s: 100.0, mean_us: 1.5, max_us: 9.0, ..Point::default() };
         let series = vec![
             Series { engine: "a".into(), points: vec![p(0.0), p(0.5)] },
             Series { engine: "b".into(), points: vec![p(0.5)] },
@@ -230,5 +287,31 @@ mod tests {
         let md = series_markdown("Figure", "W_l", &series);
         assert!(md.contains("| 0 | 100 | 1.50 | 9 | - | - | - |"), "{md}");
         assert!(md.contains("| 0.5 | 100 | 1.50 | 9 | 100 | 1.50 | 9 |"), "{md}");
+    }
+
+    #[test]
+    fn figure6_table_has_a_row_per_ratio_and_engine_with_disk_ratio() {
+        let k = |mean_us, max_us| KindPoint { count: 10, mean_us, max_us, stddev_us: 2.0 };
+        let p = Point {
+            x: 0.2,
+            throughput_ops_s: 1000.0,
+            insert: Some(k(3.0, 40.0)),
+            lookup: Some(k(5.0, 60.0)),
+            stddev_us: 4.0,
+            disk_peak_bytes: 3 << 20,
+            disk_median_bytes: 2 << 20,
+            ..Point::default()
+        };
+        let read_only = Point { x: 1.0, insert: None, ..p };
+        let series = vec![
+            Series { engine: "fdtree-xm".into(), points: vec![p, read_only] },
+            Series { engine: "fdtree-ds".into(), points: vec![p] },
+        ];
+        let md = figure6_markdown(&series);
+        let row = "| 0.2 | fdtree-xm | 1000 | 3.0 | 40 | 2.0 | 5.0 | 60 | 2.0 | 4.0 | 3.0 MiB | 2.0 MiB | 1.50 |";
+        assert!(md.contains(row), "{md}");
+        assert!(md.contains("| 0.2 | fdtree-ds |"), "{md}");
+        assert!(md.contains("| 1 | fdtree-xm | 1000 | - | - | - | 5.0 |"), "{md}");
+        assert_eq!(md.matches("| fdtree-").count(), 3);
     }
 }

@@ -43,7 +43,7 @@ pub fn phase_config(request: &ExperimentRequest, phase: &Phase, engines: &[Strin
     config.engines = engines.to_vec();
     config.workload = phase.workload.clone();
     config.run = RunConfig {
-        runner: request.runner_override.unwrap_or(RunnerKind::Closed { threads: phase.threads }),
+        runner: request.runner_override.unwrap_or(phase.runner),
         ops: Some(phase.ops),
         duration: None,
         warmup_ops: phase.warmup_ops,

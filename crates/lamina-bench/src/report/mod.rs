@@ -10,7 +10,7 @@ pub use schema::{
     BenchParams, BenchReport, EngineSummary, IoReport, RunReport, SCHEMA_NAME, SCHEMA_VERSION,
     SkippedEngine, TimelineReport,
 };
-pub use table::{render_comparison, render_table};
+pub use table::{fmt_bytes, render_comparison, render_table};
 
 #[cfg(test)]
 pub(crate) use schema::tests::sample_report;

@@ -12,7 +12,7 @@ use crate::metrics::LatencySummary;
 /// Value of the `schema` field.
 pub const SCHEMA_NAME: &str = "lamina-bench";
 /// Value of the `schema_version` field.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A whole `lamina bench` invocation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,6 +80,19 @@ pub struct BenchParams {
     pub device: Option<String>,
     /// Whether the device profile was imposed.
     pub emulate: bool,
+    /// Engines' memory budget (L_0, buffers), bytes (0 in reports written before it was
+    /// added).
+    #[serde(default)]
+    pub memory_budget_bytes: u64,
+    /// Engines' block cache, bytes (0 in older reports).
+    #[serde(default)]
+    pub cache_bytes: u64,
+    /// FD+tree size ratio gamma, if set (else the engine's default).
+    #[serde(default)]
+    pub fdtree_size_ratio: Option<u32>,
+    /// FD+tree's longest key, if set (else the API limit).
+    #[serde(default)]
+    pub fdtree_key_bytes_max: Option<usize>,
     /// Engines compared, in order.
     pub engines: Vec<String>,
     /// Rounds (engine order alternates between rounds).
@@ -123,8 +136,13 @@ pub struct RunReport {
     pub write_amplification: f64,
     /// Modeled device time of the measured phase, seconds.
     pub modeled_device_s: f64,
-    /// Largest disk footprint (sampled directory size, engine's peak, size after close).
+    /// Largest disk footprint (allocated bytes of the directory, sampled every 50 ms, and
+    /// after close).
     pub disk_peak_bytes: u64,
+    /// Median of the disk samples: the steady-state footprint (0 in reports written before
+    /// it was added).
+    #[serde(default)]
+    pub disk_median_bytes: u64,
     /// Largest resident set of the process during the run.
     pub rss_peak_bytes: u64,
     /// Engine-specific counters at the end of the run.
@@ -151,6 +169,10 @@ pub struct IoReport {
     pub live_bytes: u64,
     pub live_bytes_peak: u64,
     pub modeled_device_ns: u64,
+    #[serde(default)]
+    pub punches: u64,
+    #[serde(default)]
+    pub bytes_punched: u64,
 }
 
 impl From<&IoStats> for IoReport {
@@ -170,6 +192,8 @@ impl From<&IoStats> for IoReport {
             live_bytes: io.live_bytes,
             live_bytes_peak: io.live_bytes_peak,
             modeled_device_ns: io.modeled_device_ns,
+            punches: io.punches,
+            bytes_punched: io.bytes_punched,
         }
     }
 }
@@ -269,6 +293,7 @@ pub(crate) mod tests {
             write_amplification: 4.0,
             modeled_device_s: 0.0,
             disk_peak_bytes: 1 << 20,
+            disk_median_bytes: 1 << 19,
             rss_peak_bytes: 1 << 24,
             engine_stats: [("merges".to_string(), 3)].into_iter().collect(),
             timeline: TimelineReport {
@@ -300,6 +325,10 @@ pub(crate) mod tests {
                 trace: None,
                 runner: "closed".into(),
                 threads: Some(4),
+                memory_budget_bytes: 4 << 20,
+                cache_bytes: 15 << 20,
+                fdtree_size_ratio: Some(24),
+                fdtree_key_bytes_max: Some(256),
                 readers: None,
                 writers: None,
                 rate_ops_s: None,
@@ -352,6 +381,7 @@ pub(crate) mod tests {
             "io",
             "write_amplification",
             "disk_peak_bytes",
+            "disk_median_bytes",
             "rss_peak_bytes",
         ] {
             assert!(!run[field].is_null(), "runs[0].{field} missing");

@@ -16,7 +16,8 @@ fn fmt_us(us: f64) -> String {
     }
 }
 
-fn fmt_bytes(bytes: u64) -> String {
+/// `bytes` in B, KiB, MiB, ... with one decimal.
+pub fn fmt_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;
     let mut unit = 0;

@@ -19,7 +19,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "NAME")]
     pub workload: Option<String>,
     /// Run a named, scaled-down paper experiment into --out DIR: fdfc-figure1,
-    /// nbtree-insert, fdfc-vs-btree, contest (sizes scale with --ops and --preload).
+    /// nbtree-insert, fdfc-vs-btree, fdfc-figure6, contest (sizes scale with --ops and
+    /// --preload).
     #[arg(long, value_name = "NAME")]
     pub experiment: Option<String>,
     /// Output directory of --experiment (report.md, report.json, timeline.csv, plots/).
@@ -97,6 +98,14 @@ pub struct BenchArgs {
     /// Memory budget of an engine's in-memory level or buffers, bytes.
     #[arg(long, value_name = "BYTES")]
     pub memory_budget_bytes: Option<u64>,
+    /// FD+tree size ratio gamma between adjacent levels, 2..=1024 [default: the engine's];
+    /// engines without levels are skipped (or refused if named).
+    #[arg(long, value_name = "GAMMA")]
+    pub fdtree_size_ratio: Option<u32>,
+    /// FD+tree's longest key in bytes [default: the API limit]; a large
+    /// --fdtree-size-ratio needs it lowered (a block holds 2 * gamma + 1 fences).
+    #[arg(long, value_name = "BYTES")]
+    pub fdtree_key_bytes_max: Option<usize>,
     /// Block cache size, bytes.
     #[arg(long, value_name = "BYTES")]
     pub cache_bytes: Option<u64>,

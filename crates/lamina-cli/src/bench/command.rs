@@ -148,15 +148,32 @@ fn workload_config(args: &BenchArgs, kind: WorkloadKind) -> Result<WorkloadConfi
     Ok(w)
 }
 
-fn engine_params(args: &BenchArgs) -> Result<EngineParams> {
+/// The engines' settings: the flags, else what the experiment fixes, else the defaults.
+fn engine_params(args: &BenchArgs, experiment: Option<Experiment>) -> Result<EngineParams> {
     let defaults = EngineParams::default();
+    let tuning = experiment.map(Experiment::engine_tuning).unwrap_or_default();
     Ok(EngineParams {
         durability: parse_durability(&args.durability)?,
-        memory_budget_bytes: args.memory_budget_bytes.unwrap_or(defaults.memory_budget_bytes),
-        cache_bytes: args.cache_bytes.unwrap_or(defaults.cache_bytes),
+        memory_budget_bytes: args
+            .memory_budget_bytes
+            .or(tuning.memory_budget_bytes)
+            .unwrap_or(defaults.memory_budget_bytes),
+        cache_bytes: args.cache_bytes.or(tuning.cache_bytes).unwrap_or(defaults.cache_bytes),
         device: args.device.clone(),
         emulate: args.emulate,
+        fdtree_size_ratio: args.fdtree_size_ratio.or(tuning.fdtree_size_ratio),
+        fdtree_key_bytes_max: args.fdtree_key_bytes_max.or(tuning.fdtree_key_bytes_max),
     })
+}
+
+/// The command line's say in an experiment's size.
+fn scale(args: &BenchArgs) -> Scale {
+    Scale {
+        ops: args.ops,
+        preload: args.preload,
+        key_bytes: args.key_bytes,
+        value_bytes: args.value_bytes,
+    }
 }
 
 fn duration(args: &BenchArgs) -> Result<Option<Duration>> {
@@ -285,7 +302,7 @@ pub fn bench_config(
             what: format!("peer engine `{peer}`: {}", lamina_peers_feature_missing()),
         });
     }
-    let plan = experiment.map(|e| e.plan(args.seed));
+    let plan = experiment.map(|e| e.plan(args.seed, scale(args))).transpose()?;
     let kind = match (&plan, &args.workload) {
         (Some(plan), _) => plan.workload.kind,
         (None, Some(name)) => name.parse::<WorkloadKind>()?,
@@ -339,7 +356,7 @@ pub fn bench_config(
         rounds: args.rounds,
         workload,
         run,
-        engine_params: engine_params(args)?,
+        engine_params: engine_params(args, experiment)?,
         dir: dir.map(Path::to_path_buf),
         keep: args.keep,
     };
@@ -434,15 +451,9 @@ fn experiment_request(
     experiment: Experiment,
     base: BenchConfig,
 ) -> Result<ExperimentRequest> {
-    let scale = Scale {
-        ops: args.ops,
-        preload: args.preload,
-        key_bytes: args.key_bytes,
-        value_bytes: args.value_bytes,
-    };
     Ok(ExperimentRequest {
         experiment,
-        phases: experiment.phases(args.seed, scale)?,
+        phases: experiment.phases(args.seed, scale(args))?,
         runner_override: args.threads.map(|threads| RunnerKind::Closed { threads }),
         engines_given: !base.engines.is_empty(),
         base,
@@ -537,12 +548,34 @@ mod tests {
         assert_eq!(e, Some(Experiment::FdfcFigure1));
         assert_eq!(c.workload.kind, WorkloadKind::Insert);
         assert_eq!(c.run.bucket_ops, 1000);
+        let (c, _) = config("--experiment fdfc-figure1 --out x --ops 2000000").unwrap();
+        assert_eq!((c.run.ops, c.run.bucket_ops), (Some(2_000_000), 10_000));
+        let (c, e) = config("--experiment fdfc-figure6 --out x --preload 100 --ops 1000").unwrap();
+        assert_eq!(e, Some(Experiment::FdfcFigure6));
+        assert_eq!((c.workload.kind, c.workload.preload), (WorkloadKind::Gr, 100));
+        let open = RunnerKind::Open { readers: 6, writers: 2, rate_per_s: None, queue_slots: 5000 };
+        assert_eq!(c.run.runner, open);
+        let p = &c.engine_params;
+        assert_eq!((p.memory_budget_bytes, p.cache_bytes), (256 << 10, 15 << 20));
+        assert_eq!((p.fdtree_size_ratio, p.fdtree_key_bytes_max), (Some(24), Some(256)));
+        let (c, _) = config(
+            "--experiment fdfc-figure6 --out x --fdtree-size-ratio 8 --memory-budget-bytes 1048576",
+        )
+        .unwrap();
+        assert_eq!(
+            (c.engine_params.fdtree_size_ratio, c.engine_params.memory_budget_bytes),
+            (Some(8), 1 << 20)
+        );
+        let (c, _) = config("--experiment contest --out x").unwrap();
+        assert_eq!(c.engine_params.fdtree_size_ratio, None);
         let (c, e) = config("--experiment contest --out x").unwrap();
         assert_eq!(e, Some(Experiment::Contest));
         assert_eq!(c.run.runner, RunnerKind::Closed { threads: 32 });
         let (c, e) = config("--experiment nbtree-insert --out x --ops 1000").unwrap();
         assert_eq!(e, Some(Experiment::NbtreeInsert));
         assert_eq!((c.workload.kind, c.run.ops), (WorkloadKind::Insert, Some(1000)));
+        let (c, _) = config("--engines fdtree-xm --fdtree-size-ratio 24").unwrap();
+        assert_eq!(c.engine_params.fdtree_size_ratio, Some(24));
         let (c, _) = config("--duration 1.5").unwrap();
         assert_eq!((c.run.ops, c.run.duration), (None, Some(Duration::from_millis(1500))));
     }

@@ -34,6 +34,8 @@ impl LaminaFactory {
             disk_budget_bytes: 0,
             device,
             emulate_device: params.emulate,
+            fdtree_size_ratio: params.fdtree_size_ratio,
+            fdtree_key_bytes_max: params.fdtree_key_bytes_max,
         };
         options.validate()?;
         Ok(options)
@@ -54,5 +56,28 @@ impl EngineFactory for LaminaFactory {
 
     fn open(&self, name: &str, dir: &Path, params: &EngineParams) -> Result<Arc<dyn OrderedIndex>> {
         Ok(Arc::new(Db::open(dir, Self::options(name, params)?)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_size_ratio_reaches_fdtree_and_is_refused_elsewhere() {
+        let params = EngineParams { fdtree_size_ratio: Some(24), ..EngineParams::default() };
+        // gamma = 24 needs shorter keys than the API limit in the default 32 KiB blocks.
+        let err = LaminaFactory.check("fdtree-xm", &params).unwrap_err().to_string();
+        assert!(err.contains("size_ratio"), "{err}");
+        let params = EngineParams { fdtree_key_bytes_max: Some(256), ..params };
+        LaminaFactory.check("fdtree-xm", &params).unwrap();
+        let options = LaminaFactory::options("fdtree-xm", &params).unwrap();
+        assert_eq!(
+            (options.fdtree_size_ratio, options.fdtree_key_bytes_max),
+            (Some(24), Some(256))
+        );
+        assert!(matches!(LaminaFactory.check("mem", &params), Err(Error::Unsupported { .. })));
+        let bad = EngineParams { fdtree_size_ratio: Some(1), ..EngineParams::default() };
+        assert!(LaminaFactory.check("fdtree-ds", &bad).unwrap_err().is_invalid_argument());
     }
 }

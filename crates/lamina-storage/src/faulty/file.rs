@@ -101,6 +101,39 @@ impl StorageFile for FaultyFile {
         Ok(())
     }
 
+    fn punch_hole(&self, offset: u64, len: u64) -> Result<()> {
+        let shared = &self.shared;
+        let mut state = shared.state.lock();
+        let what = format!("punching {len} bytes at {offset} of {}", self.name);
+        shared.begin(&mut state, &what, None)?;
+        crate::backend::check_punch_range(&self.name, offset, len)?;
+        let inode = state.inodes.get_mut(&self.inode).expect("live inode");
+        let Some((start, end)) = crate::backend::punch_span(offset, len, inode.file.len()?) else {
+            return Ok(());
+        };
+        inode.file.punch_hole(start, end - start)?;
+        // Durable at once (module docs): no undo record, and the older undo records must not
+        // bring the punched bytes back, so their saved bytes in the range become zeros.
+        for undo in &mut inode.undo {
+            let saved_end = undo.offset + undo.old_bytes.len() as u64;
+            let (from, to) = (start.max(undo.offset), end.min(saved_end));
+            if from < to {
+                let at = (from - undo.offset) as usize;
+                undo.old_bytes[at..at + (to - from) as usize].fill(0);
+            }
+        }
+        shared.accounting.on_punch(end - start);
+        Ok(())
+    }
+
+    fn allocated_bytes(&self) -> Result<u64> {
+        let state = self.shared.state.lock();
+        if state.crashed {
+            return Err(crash_error("reading an allocated size"));
+        }
+        state.inodes[&self.inode].file.allocated_bytes()
+    }
+
     fn sync_data(&self) -> Result<()> {
         let shared = &self.shared;
         let mut state = shared.state.lock();

@@ -21,13 +21,22 @@
 //!   the medium and survives even though it was never synced. Data undo happens first, so the
 //!   torn prefix lands on the durable contents; the gap between the durable end of the file
 //!   and the prefix, if any, reads as zeros. Single-sector writes are atomic.
+//! - **Hole punches** are durable the moment they return, on every crash path: the punched
+//!   range reads as zeros after a crash even if older unsynced writes to it are undone (their
+//!   saved bytes in the range are zeroed) and even if nothing was synced since. This is the
+//!   worst case a real filesystem allows (a punch's metadata may reach the medium before the
+//!   engine's next sync), so an engine must punch a block only once nothing durable still
+//!   needs it (FD+FC Remark A.5/A.6). The punch covers the part of the range below the
+//!   file's current length; bytes past it (e.g. of an unsynced truncation) are not touched.
+//!   A crash striking the punch itself happens before it, like for every other operation.
 //! - **Bit flips** ([`FaultPlan::flip_bit_at_op`](crate::FaultPlan::flip_bit_at_op), [`FaultyStorage::flip_bit`]) change stored
 //!   bytes; a flip in synced data survives crashes.
 //!
 //! Operations counted (numbered from 1, in the order they take the storage's lock, one at a
 //! time): `open`, `remove`, `rename`, `sync_dir` on the storage; `read_exact_at`,
-//! `write_all_at`, `set_len`, `sync_data` on files. `list`, `exists`, `len`, `io_stats`,
-//! `path_of` and `name` touch no device and are not counted. An operation that fails by
+//! `write_all_at`, `set_len`, `punch_hole`, `sync_data` on files (so fault plans inject
+//! errors into punches and crash points fall before and after each one). `list`, `exists`,
+//! `len`, `allocated_bytes`, `io_stats`, `path_of` and `name` touch no device and are not counted. An operation that fails by
 //! argument check (bad name) is counted before the check.
 //!
 //! After the crash every call on the old storage and on its files returns an error
