@@ -3,8 +3,9 @@
 //! blocks, so "the next block of a level" (the paper's linked list) is the next index, a merge
 //! writes each new level sequentially, and a replaced level is reclaimed by removing its file.
 //!
-//! FD+FC (section 4) reclaims old blocks one at a time during a merge; that needs the free
-//! block list of `lamina-storage` and will replace the file-per-level allocation here.
+//! FD+FC (section 4) reclaims old blocks one at a time during a merge by punching them out
+//! of their level file (`StorageFile::punch_hole`): the file keeps its length, the block's
+//! space is freed, and the file is removed once the merge has reclaimed all of it.
 
 use std::sync::Arc;
 
@@ -193,9 +194,7 @@ impl BlockStore {
     /// time during a merge, section 4.4.2); the block reads as zeros afterwards.
     pub fn punch_block(&self, file: &dyn StorageFile, index: u32) -> Result<()> {
         let bytes = self.block_bytes as u64;
-        // Until `StorageFile::punch_hole` lands (fig6 branch) the block stays allocated.
-        let _ = (file, u64::from(index) * bytes, bytes);
-        Ok(())
+        file.punch_hole(u64::from(index) * bytes, bytes)
     }
 
     /// Block cache counters (hits, misses), if there is a cache.
