@@ -112,6 +112,9 @@ impl FdTree {
         let mut records = Vec::new();
         let log = Arc::new(Log::open(storage.clone(), log_options, |r| records.push(r))?);
         tree.attach_log(log.clone(), records)?;
+        if options.mode != FcMode::Fc && tree.fc_resume.is_some() {
+            tree = finish_recovered_merge(tree)?;
+        }
         Ok(Self::start(tree, storage, Some(log), options.durability))
     }
 
@@ -204,6 +207,25 @@ impl FdTree {
     }
 }
 
+/// Finishes an FD+FC merge that recovery found in progress, for a tree opened with another
+/// scheme (the format is shared): the merge runs to its end here, then the tree is
+/// checkpointed and any merge FD+XM would trigger runs.
+fn finish_recovered_merge(mut tree: Tree) -> Result<Tree> {
+    let pending = tree.fc_resume.take().expect("a merge to finish");
+    let background = std::mem::replace(&mut tree.background_merges, true);
+    let lock = RwLock::new(Some(tree));
+    let gate = RwLock::new(());
+    let nothing = || {};
+    let hooks = FcHooks { tree: &lock, gate: &gate, progress: &nothing, after_stage: &nothing };
+    run_fc_merge(&hooks, pending)?;
+    let mut tree = lock.into_inner().expect("the tree stays open");
+    tree.background_merges = background;
+    tree.verify_if_configured()?;
+    tree.checkpoint()?;
+    tree.run_triggered_merges()?;
+    Ok(tree)
+}
+
 impl Inner {
     fn merge_thread(&self) {
         let run = std::panic::AssertUnwindSafe(|| {
@@ -232,8 +254,13 @@ impl Inner {
                 let pending = {
                     let mut guard = self.tree.write();
                     let Some(t) = guard.as_mut() else { return Ok(()) };
-                    let Some(trigger) = t.background_merge_due() else { return Ok(()) };
-                    t.begin_fc_merge(trigger)?
+                    // A merge recovery rebuilt resumes first (Remark A.6).
+                    if let Some(resumed) = t.fc_resume.take() {
+                        resumed
+                    } else {
+                        let Some(trigger) = t.background_merge_due() else { return Ok(()) };
+                        t.begin_fc_merge(trigger)?
+                    }
                 };
                 let progress = || self.control.switched();
                 let after_stage = || self.control.hold_point();

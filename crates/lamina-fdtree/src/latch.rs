@@ -133,6 +133,13 @@ impl LevelShared {
         self.head.store(index + 1, Ordering::Release);
     }
 
+    /// Sets the head of a level recovered in the middle of an FD+FC merge (blocks before it
+    /// were reclaimed before the crash).
+    pub fn set_recovered_head(&self, head: u32) {
+        assert!(head <= self.published(), "a head within the level");
+        self.head.store(head, Ordering::Release);
+    }
+
     /// Marks every block reclaimed (a whole level deleted; the caller x-latched each block).
     pub fn reclaim_all(&self) {
         self.head.store(self.published(), Ordering::Release);

@@ -16,7 +16,7 @@
 pub mod block;
 pub mod engine;
 pub mod entry;
-mod fc;
+pub mod fc;
 pub mod latch;
 pub mod level;
 mod lookup;

@@ -10,7 +10,7 @@ use crate::level::LevelStats;
 use crate::tree::Counters;
 
 const MAGIC: u32 = u32::from_le_bytes(*b"FDTM");
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 /// Most levels a manifest may describe.
 const LEVELS_MAX: u64 = 256;
 
@@ -52,6 +52,10 @@ pub struct Manifest {
     pub top_blocks: u32,
     /// Sequence number of the last log record reflected by this state.
     pub applied_seq: u64,
+    /// File id of the progress record of an FD+FC merge in progress (0: none; Remark A.6,
+    /// `fc/progress.rs`). With a merge in progress, `levels` are the levels as the merge
+    /// started, `top_file` is `L_0^old` and `applied_seq` the last record before the merge.
+    pub merge_file: u32,
 }
 
 impl Encode for Manifest {
@@ -96,6 +100,7 @@ impl Manifest {
         out.extend_from_slice(&self.top_file.to_le_bytes());
         out.extend_from_slice(&self.top_blocks.to_le_bytes());
         out.extend_from_slice(&self.applied_seq.to_le_bytes());
+        out.extend_from_slice(&self.merge_file.to_le_bytes());
     }
 }
 
@@ -149,6 +154,7 @@ impl Decode for Manifest {
         let top_file = r.u32()?;
         let top_blocks = r.u32()?;
         let applied_seq = r.u64()?;
+        let merge_file = r.u32()?;
         r.finish()?;
         Ok(Manifest {
             block_bytes,
@@ -162,6 +168,7 @@ impl Decode for Manifest {
             top_file,
             top_blocks,
             applied_seq,
+            merge_file,
         })
     }
 }
@@ -188,6 +195,7 @@ mod tests {
             top_file: 6,
             top_blocks: 2,
             applied_seq: 99,
+            merge_file: 8,
         }
     }
 

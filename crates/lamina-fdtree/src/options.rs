@@ -56,6 +56,11 @@ pub struct FdTreeOptions {
     /// Bytes of the block cache lookups read through (`lamina_storage::cache::BlockCache`;
     /// FD+FC's 15 MB default, section 5); 0 disables it.
     pub cache_bytes: usize,
+    /// FD+FC in a persistent tree: reclaimed old blocks that trigger a progress commit of
+    /// the merge, after which their space is freed (Remark A.6). Space during a merge is
+    /// at most this many blocks (plus one per level) above the steady state; each commit
+    /// costs a few syncs. 1 to 65536.
+    pub merge_commit_blocks: u32,
 }
 
 impl Default for FdTreeOptions {
@@ -72,6 +77,7 @@ impl Default for FdTreeOptions {
             verify_each_merge: cfg!(feature = "verify"),
             durability: Durability::Sync,
             cache_bytes: lamina_storage::cache::CacheConfig::default().capacity_bytes,
+            merge_commit_blocks: 32,
         }
     }
 }
@@ -108,6 +114,8 @@ pub struct Params {
     pub fence_bytes_max: u64,
     /// Block cache budget (0: no cache).
     pub cache_bytes: usize,
+    /// See [`FdTreeOptions::merge_commit_blocks`].
+    pub merge_commit_blocks: usize,
 }
 
 impl FdTreeOptions {
@@ -177,7 +185,11 @@ impl FdTreeOptions {
                 ),
             ));
         }
+        if !(1..=65_536).contains(&self.merge_commit_blocks) {
+            return Err(Error::option("merge_commit_blocks", "must be 1..=65536"));
+        }
         Ok(Params {
+            merge_commit_blocks: self.merge_commit_blocks as usize,
             block_bytes: self.block_bytes,
             payload_bytes,
             cap_eff_bytes,

@@ -45,6 +45,40 @@ pub struct Persist {
     log: Option<Arc<Log>>,
     /// The current `L_0` snapshot file and its block count.
     top_file: Option<(u32, u32)>,
+    /// The committed progress record of an FD+FC merge in progress (`fc/commit.rs`).
+    pub(crate) merge_file: Option<u32>,
+}
+
+impl Persist {
+    /// Commits `manifest` through the superblock (after syncing the log, so that the log
+    /// keeps numbering after `applied_seq`), then makes `top_file` and `merge_file` the
+    /// current ones and returns the ones they replace (to be removed by the caller).
+    pub(crate) fn commit_merge_state(
+        &mut self,
+        manifest: &Manifest,
+        top_file: Option<(u32, u32)>,
+    ) -> Result<Vec<u32>> {
+        if let Some(log) = &self.log {
+            log.sync()?;
+        }
+        self.superblock.commit(&manifest.encode())?;
+        let mut replaced = Vec::new();
+        if let Some(top) = top_file
+            && let Some(old) = self.top_file.replace(top)
+        {
+            replaced.push(old.0);
+        }
+        let merge_file = (manifest.merge_file != 0).then_some(manifest.merge_file);
+        if let Some(old) = std::mem::replace(&mut self.merge_file, merge_file)
+            && Some(old) != merge_file
+        {
+            replaced.push(old);
+        }
+        if let Some(log) = &self.log {
+            log.truncate(manifest.applied_seq)?;
+        }
+        Ok(replaced)
+    }
 }
 
 impl Tree {
@@ -68,7 +102,8 @@ impl Tree {
             }
             // A new store: commit the empty state before anything depends on it.
             superblock.commit(&tree.manifest(0, 0).encode())?;
-            tree.persist = Some(Persist { superblock, log: None, top_file: None });
+            tree.persist =
+                Some(Persist { superblock, log: None, top_file: None, merge_file: None });
             tree.remove_unknown_files(&BTreeSet::new())?;
             return Ok(tree);
         };
@@ -118,7 +153,10 @@ impl Tree {
         tree.counters = m.counters;
         tree.next_file_id = m.next_file_id;
         tree.applied_seq = m.applied_seq;
-        tree.persist = Some(Persist { superblock, log: None, top_file });
+        tree.persist = Some(Persist { superblock, log: None, top_file, merge_file: None });
+        if m.merge_file != 0 {
+            tree.recover_merge(&m, &mut known)?;
+        }
         tree.remove_unknown_files(&known)?;
         Ok(tree)
     }
@@ -214,7 +252,12 @@ impl Tree {
             return Err(e);
         }
         let old_top = std::mem::replace(&mut persist.top_file, new_top);
-        for file in std::mem::take(&mut self.obsolete_files).into_iter().chain(old_top.map(|t| t.0))
+        // An FD+FC merge's progress record, if the merge just ended, is no longer named.
+        let old_merge = persist.merge_file.take();
+        for file in std::mem::take(&mut self.obsolete_files)
+            .into_iter()
+            .chain(old_top.map(|t| t.0))
+            .chain(old_merge)
         {
             self.store.remove(file)?;
         }
@@ -271,7 +314,7 @@ impl Tree {
     }
 
     /// The manifest of the current state with the given `L_0` snapshot.
-    fn manifest(&self, top_file: u32, top_blocks: u32) -> Manifest {
+    pub(crate) fn manifest(&self, top_file: u32, top_blocks: u32) -> Manifest {
         Manifest {
             block_bytes: self.params.block_bytes,
             size_ratio: self.params.size_ratio as u32,
@@ -293,6 +336,7 @@ impl Tree {
             top_file,
             top_blocks,
             applied_seq: self.applied_seq,
+            merge_file: 0,
         }
     }
 
@@ -333,7 +377,7 @@ impl Tree {
 }
 
 /// Writes `entries` into the new snapshot file `id`; returns its blocks.
-fn write_snapshot_file(
+pub(crate) fn write_snapshot_file(
     store: &BlockStore,
     block_bytes: u32,
     id: u32,
@@ -403,7 +447,12 @@ impl CheckpointJob {
         self.committed = true;
         let new_top = (id != 0).then_some((id, self.manifest.top_blocks));
         let old_top = std::mem::replace(&mut self.persist.top_file, new_top);
-        for file in std::mem::take(&mut self.obsolete).into_iter().chain(old_top.map(|t| t.0)) {
+        let old_merge = self.persist.merge_file.take();
+        for file in std::mem::take(&mut self.obsolete)
+            .into_iter()
+            .chain(old_top.map(|t| t.0))
+            .chain(old_merge)
+        {
             self.store.remove(file)?;
         }
         if let Some(log) = &self.persist.log {

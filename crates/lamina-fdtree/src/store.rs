@@ -28,10 +28,18 @@ pub fn snapshot_file_name(id: u32) -> String {
     format!("fd-{id:08}.top")
 }
 
-/// The id of a level or snapshot file name.
+/// Name of FD+FC merge progress record file `id` (`fc/progress.rs`).
+pub fn progress_file_name(id: u32) -> String {
+    format!("fd-{id:08}.mrg")
+}
+
+/// The id of a level, snapshot or merge progress file name.
 pub fn parse_file_name(name: &str) -> Option<u32> {
     let rest = name.strip_prefix("fd-")?;
-    let id = rest.strip_suffix(".lvl").or_else(|| rest.strip_suffix(".top"))?;
+    let id = rest
+        .strip_suffix(".lvl")
+        .or_else(|| rest.strip_suffix(".top"))
+        .or_else(|| rest.strip_suffix(".mrg"))?;
     if id.len() != 8 {
         return None;
     }
@@ -95,11 +103,12 @@ impl BlockStore {
         self.storage.open(&snapshot_file_name(id), OpenMode::Existing)
     }
 
-    /// Removes level or snapshot file `id`.
+    /// Removes level, snapshot or merge progress file `id`.
     pub fn remove(&self, id: u32) -> Result<()> {
-        let name = level_file_name(id);
-        if self.storage.exists(&name)? {
-            return self.storage.remove(&name);
+        for name in [level_file_name(id), progress_file_name(id)] {
+            if self.storage.exists(&name)? {
+                return self.storage.remove(&name);
+            }
         }
         self.storage.remove(&snapshot_file_name(id))
     }
@@ -230,6 +239,7 @@ mod tests {
     fn file_names_parse() {
         assert_eq!(parse_file_name(&level_file_name(42)), Some(42));
         assert_eq!(parse_file_name(&snapshot_file_name(7)), Some(7));
+        assert_eq!(parse_file_name(&progress_file_name(9)), Some(9));
         assert_eq!(parse_file_name("fdtree.super"), None);
         assert_eq!(parse_file_name("fd-1.lvl"), None);
     }

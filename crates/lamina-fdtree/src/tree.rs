@@ -96,6 +96,8 @@ pub struct Tree {
     /// upper levels being written followed by the below-merge levels, and this holds
     /// `L_0^old`, the wavefront fence and the old levels. `None` otherwise.
     pub(crate) fc: Option<crate::fc::FcState>,
+    /// An FD+FC merge recovery rebuilt, for the merge thread to resume (Remark A.6).
+    pub(crate) fc_resume: Option<crate::fc::FcPending>,
     /// Merges run in a background thread (FD+DS): modifications never merge themselves.
     pub(crate) background_merges: bool,
     /// Materialized disk levels, labels strictly increasing; the last one is the bottom.
@@ -122,6 +124,7 @@ impl Tree {
             top: TopLevel::new(),
             frozen_top: None,
             fc: None,
+            fc_resume: None,
             background_merges: false,
             levels: Vec::new(),
             counters: Counters::default(),
@@ -309,8 +312,10 @@ impl Tree {
     /// raises `N_nabla / N_delta` (it removes cancelled pairs), so checking (I6) first avoids
     /// an overflow merge right before a full one without changing the invariants kept.
     pub fn run_triggered_merges(&mut self) -> Result<()> {
-        if self.background_merges {
-            return Ok(()); // the merge thread is woken by the engine (FD+DS)
+        if self.background_merges || self.fc.is_some() {
+            // The merge thread is woken by the engine (FD+DS, FD+FC); an FD+FC merge being
+            // recovered is finished first (`FdTree::with_storage`).
+            return Ok(());
         }
         let mut merged = false;
         if self.counters.underflows() {

@@ -93,8 +93,19 @@ fn every_crash_point_recovers_acknowledged_writes_fc() {
     every_crash_point_recovers_acknowledged_writes(FcMode::Fc);
 }
 
+/// FD+FC with a progress commit (Remark A.6) after every stage that reclaims an old block:
+/// crashes land before, between and after progress records, and recovery resumes the merge
+/// from the last one (its freed old blocks are gone for good).
+#[test]
+fn every_crash_point_recovers_acknowledged_writes_fc_resuming_merges() {
+    every_crash_point_recovers(|| FdTreeOptions { merge_commit_blocks: 1, ..tiny_in(FcMode::Fc) });
+}
+
 fn every_crash_point_recovers_acknowledged_writes(mode: FcMode) {
-    let tiny = || tiny_in(mode);
+    every_crash_point_recovers(|| tiny_in(mode));
+}
+
+fn every_crash_point_recovers(tiny: impl Fn() -> FdTreeOptions) {
     let steps = steps();
     let acked = Cell::new(0usize);
     let runs = for_each_crash_point(

@@ -1,4 +1,5 @@
-//! The FD+tree's decoders (level block payload [`Block`], [`Manifest`]) refuse arbitrary bytes
+//! The FD+tree's decoders (level block payload [`Block`], [`Manifest`], FD+FC's
+//! [`MergeProgress`]) refuse arbitrary bytes
 //! with an error and never panic: arbitrary byte strings, valid encodings with flipped bytes,
 //! truncations and extensions, and (for the checksummed manifest) arbitrary bodies sealed with
 //! a correct checksum. Whenever a decoder accepts mutated input, re-encoding the decoded value
@@ -9,8 +10,10 @@ use lamina_core::checksum::masked_crc32c;
 use lamina_core::codec::{Decode, Encode};
 use lamina_core::testkit::mutation::{Mutation, apply, decode_checked, mutation};
 use lamina_fdtree::Counters;
+use lamina_fdtree::Trigger;
 use lamina_fdtree::block::Block;
 use lamina_fdtree::entry::{BlockPtr, Entry};
+use lamina_fdtree::fc::{MergeProgress, NewLevelProgress};
 use lamina_fdtree::level::LevelStats;
 use lamina_fdtree::manifest::{LevelRecord, Manifest};
 use proptest::prelude::*;
@@ -71,6 +74,61 @@ fn manifest_strategy() -> impl Strategy<Value = Manifest> {
             top_file: w[5],
             top_blocks: w[6],
             applied_seq: d[5],
+            merge_file: w[6] ^ w[0],
+        })
+}
+
+fn progress_strategy() -> impl Strategy<Value = MergeProgress> {
+    (
+        any::<(bool, [u8; 2], u64, u64)>(),
+        proptest::collection::vec(any::<u8>(), 0..10),
+        any::<(Option<(u32, u32)>, Option<(u32, u32)>)>(),
+        proptest::collection::vec(any::<(u32, u32)>(), 0..3),
+        proptest::collection::vec(
+            (any::<(u8, u32, u32, [u64; 5])>(), proptest::option::of(block_strategy())),
+            0..3,
+        ),
+        proptest::collection::vec(
+            (proptest::collection::vec(any::<u8>(), 0..6), any::<(u32, u32)>()),
+            0..3,
+        ),
+    )
+        .prop_map(|(head, wavefront_key, ptrs, old_heads, levels, fences)| {
+            let ptr = |p: Option<(u32, u32)>| p.map(|(file, index)| BlockPtr { file, index });
+            MergeProgress {
+                trigger: if head.0 { Trigger::Overflow } else { Trigger::Underflow },
+                m: u64::from(head.1[0]) + 1,
+                height_before: u64::from(head.1[1]),
+                skipped_preemptively: head.2,
+                tightened_preemptively: head.3,
+                started: head.3 % 2 == 0,
+                wavefront_key,
+                wavefront_ptr: ptr(ptrs.0),
+                p_last: ptr(ptrs.1),
+                cancellations: head.2 ^ head.3,
+                cancelled_bytes: head.3,
+                old_heads,
+                new_levels: levels
+                    .into_iter()
+                    .map(|((label, file_id, flushed_blocks, s), tail)| NewLevelProgress {
+                        label: u64::from(label),
+                        file_id,
+                        flushed_blocks,
+                        stats: LevelStats {
+                            data_bytes: s[0],
+                            fence_bytes: s[1],
+                            leading_fence_bytes: s[2],
+                            inserts: s[3],
+                            deletes: s[4],
+                        },
+                        tail: tail.map(|b| b.entries),
+                    })
+                    .collect(),
+                top_fences: fences
+                    .into_iter()
+                    .map(|(k, (file, index))| (k, BlockPtr { file, index }))
+                    .collect(),
+            }
         })
 }
 
@@ -123,5 +181,28 @@ proptest! {
         let crc = masked_crc32c(&body);
         body.extend_from_slice(&crc.to_le_bytes());
         decode_checked::<Manifest>(&body);
+    }
+
+    #[test]
+    fn merge_progress_refuses_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        decode_checked::<MergeProgress>(&bytes);
+    }
+
+    #[test]
+    fn merge_progress_survives_mutations(progress in progress_strategy(), m in mutation()) {
+        let bytes = progress.encode();
+        prop_assert_eq!(MergeProgress::decode(&bytes), Ok(progress.clone()));
+        if let Some(back) = decode_checked::<MergeProgress>(&apply(bytes, &m)) {
+            prop_assert_eq!(back, progress, "a mutated progress record passed its CRC");
+        }
+    }
+
+    #[test]
+    fn merge_progress_behind_a_valid_crc(progress in progress_strategy(), m in mutation()) {
+        let bytes = progress.encode();
+        let mut body = apply(bytes[..bytes.len() - 4].to_vec(), &m);
+        let crc = masked_crc32c(&body);
+        body.extend_from_slice(&crc.to_le_bytes());
+        decode_checked::<MergeProgress>(&body);
     }
 }

@@ -25,6 +25,7 @@ pub(crate) fn finalize_fc(
     height_before: usize,
     executed: Executed,
     skipped_preemptively: u64,
+    persistent: bool,
 ) -> Result<usize> {
     let Executed { levels: mut new_levels, cancellations, cancelled_bytes, full, .. } = executed;
     let plan = hooks.with_tree_read(|t| {
@@ -90,8 +91,16 @@ pub(crate) fn finalize_fc(
     })?;
     let refs: Vec<&DiskLevel> = dropped.iter().collect();
     reclaim_levels_top_down(&refs);
-    for level in &dropped {
-        store.remove(level.file_id)?; // never committed: removed at once
+    if persistent {
+        // The last progress record still names them: removed after the next commit.
+        hooks.with_tree(|t| {
+            t.obsolete_files.extend(dropped.iter().map(|l| l.file_id));
+            Ok(())
+        })?;
+    } else {
+        for level in &dropped {
+            store.remove(level.file_id)?;
+        }
     }
     Ok(plan.z)
 }

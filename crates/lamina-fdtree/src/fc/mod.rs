@@ -6,6 +6,10 @@
 //! - `run.rs`: merge-execute's main loop, m-stage / m-insert / m-delete with block-wise data
 //!   movement and block reclamation (section 4.4.2, Remark A.5), and its end (the chain of
 //!   last old blocks reclaimed with latch coupling).
+//! - `progress.rs`, `commit.rs`, `recover.rs`: crash recovery as in Remark A.6: the merge
+//!   start is committed (`L_0^old` snapshot, start of `L_0^new` in the log), then progress
+//!   records at stage boundaries; an old block's space is freed only after a record that
+//!   covers its entries is committed, and recovery resumes the merge from the last record.
 //! - `finalize.rs`: merge-finalize (section 4.4.3: `o_i = 0` only within `kappa_1`, `L_z`'s
 //!   content added to `L_0` after its fences are removed, `L_1..L_z` deleted top-down).
 //!
@@ -32,9 +36,13 @@
 //!   for each stage, so a scan sees the tree between stages (wavefront fixed) and blocks
 //!   are never reclaimed under it; a scan delays the merge by at most its own length.
 
+mod commit;
 mod finalize;
+pub mod progress;
+mod recover;
 mod run;
 mod state;
 
+pub use progress::{MergeProgress, NewLevelProgress};
 pub(crate) use run::{FcHooks, run_fc_merge};
-pub(crate) use state::FcState;
+pub(crate) use state::{FcPending, FcState};

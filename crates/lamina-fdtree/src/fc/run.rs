@@ -51,34 +51,23 @@ pub(crate) fn run_fc_merge(hooks: &FcHooks<'_>, pending: FcPending) -> Result<()
         skipped_preemptively,
         tightened_preemptively,
         punch_reclaimed,
+        resumed,
+        mut commits,
     } = pending;
     let store = hooks.with_tree(|t| Ok(t.store.clone()))?;
     let merged: Vec<&DiskLevel> = old_levels.iter().filter(|l| l.label <= m).collect();
-    let mut run = MergeRun::new(&store, old_top_entries, &old_levels, m, writers)?;
+    let mut run = MergeRun::resume(&store, old_top_entries, &old_levels, m, writers, &resumed)?;
     let full = run.full();
-    let mut wavefront: Vec<u8> = Vec::new();
+    let mut wavefront: Vec<u8> = resumed.wavefront_key.clone().unwrap_or_default();
+    if let Some(c) = commits.as_mut() {
+        // Remark A.6: the merge start (L_0^old, and where L_0^new begins in the log).
+        c.commit_start(hooks, &store, &run)?;
+    }
     loop {
         let gate = hooks.gate.write();
         // M-stage and m-insert (no tree lock: there is no other writer of these levels).
         let (last, done) = run.run_stage()?;
-        // M-delete, part 1: under the L_0 lock, publish the fences m-insert produced for
-        // L_0^new, move the wavefront to the last key of the stage (its pointer to that of
-        // the last L_0^old fence processed) and delete the processed entries of L_0^old.
-        hooks.with_tree(|t| {
-            for (key, ptr) in run.take_top_fences().fences() {
-                t.top.add_fence(key.clone(), *ptr);
-            }
-            let fc = t.fc.as_mut().expect("an FD+FC merge is in progress");
-            if let Some(key) = &last {
-                assert!(key.as_slice() > fc.wavefront_key.as_slice(), "the wavefront moves on");
-                if let Some(ptr) = fc.old_top.remove_through(key) {
-                    fc.wavefront_ptr = Some(ptr);
-                }
-                fc.wavefront_key.clone_from(key);
-                wavefront.clone_from(key);
-            }
-            Ok(())
-        })?;
+        m_delete_top(hooks, &mut run, last.as_ref(), &mut wavefront)?;
         // M-delete, part 2: reclaim old head blocks, top-down, by Remark A.5's rule: a
         // block goes once the first key of the block after it has been processed. The head
         // of every level is then x-latched and released before the level below is touched:
@@ -90,10 +79,19 @@ pub(crate) fn run_fc_merge(hooks: &FcHooks<'_>, pending: FcPending) -> Result<()
             while loaded.len() >= 2 && loaded[1].1.as_slice() <= wavefront.as_slice() {
                 let (index, _) = loaded.pop_front().expect("two blocks loaded");
                 reclaim_block(&store, level, index, punch_reclaimed)?;
+                if let Some(c) = commits.as_mut() {
+                    c.reclaimed(level.file.clone(), index); // freed after the next commit
+                }
             }
             drop(level.shared.write(level.shared.head()));
         }
         drop(gate);
+        if let Some(c) = commits.as_mut()
+            && c.due()
+            && !done
+        {
+            c.commit_progress(hooks, &store, &run)?;
+        }
         (hooks.progress)();
         (hooks.after_stage)();
         if done {
@@ -137,10 +135,38 @@ pub(crate) fn run_fc_merge(hooks: &FcHooks<'_>, pending: FcPending) -> Result<()
         height_before,
         executed,
         skipped_preemptively,
+        !punch_reclaimed,
     )?;
     hooks.with_tree(|t| {
         t.merges.levels_tightened += tightened_preemptively;
         t.record_merge(trigger, m, full, height_before, z, cancellations);
+        Ok(())
+    })
+}
+
+/// M-delete, part 1: under the `L_0` lock, publish the fences m-insert produced for
+/// `L_0^new`, move the wavefront to the last key of the stage (its pointer to that of the
+/// last `L_0^old` fence processed) and delete the processed entries of `L_0^old`.
+fn m_delete_top(
+    hooks: &FcHooks<'_>,
+    run: &mut MergeRun<'_>,
+    last: Option<&Vec<u8>>,
+    wavefront: &mut Vec<u8>,
+) -> Result<()> {
+    hooks.with_tree(|t| {
+        for (key, ptr) in run.take_top_fences().fences() {
+            t.top.add_fence(key.clone(), *ptr);
+        }
+        let fc = t.fc.as_mut().expect("an FD+FC merge is in progress");
+        if let Some(key) = last {
+            // Only the first stage may end at -infinity (a block holding just that fence).
+            assert!(key.as_slice() >= fc.wavefront_key.as_slice(), "the wavefront moves on");
+            if let Some(ptr) = fc.old_top.remove_through(key) {
+                fc.wavefront_ptr = Some(ptr);
+            }
+            fc.wavefront_key.clone_from(key);
+            wavefront.clone_from(key);
+        }
         Ok(())
     })
 }

@@ -2,9 +2,10 @@
 
 use lamina_core::{Error, Result};
 
+use super::commit::MergeCommits;
 use crate::entry::{BlockPtr, Entry};
 use crate::level::DiskLevel;
-use crate::merge::execute::create_writers;
+use crate::merge::execute::{Resumed, create_writers};
 use crate::merge::writer::LevelWriter;
 use crate::merge::{Trigger, preemptive_skips, u_hat};
 use crate::top::TopLevel;
@@ -46,8 +47,12 @@ pub(crate) struct FcPending {
     /// estimates), else 0.
     pub tightened_preemptively: u64,
     /// Free old blocks as soon as they are reclaimed (a volatile tree); a persistent tree
-    /// keeps them until the commit after the merge (the committed state still names them).
+    /// frees them after the next progress commit (`commits`).
     pub punch_reclaimed: bool,
+    /// Where merge-execute continues (a merge resumed by recovery; default otherwise).
+    pub resumed: Resumed,
+    /// The durable side of the merge (a persistent tree).
+    pub commits: Option<MergeCommits>,
 }
 
 impl Tree {
@@ -61,6 +66,10 @@ impl Tree {
         assert!(self.fc.is_none() && self.frozen_top.is_none(), "one merge at a time");
         let h = self.height();
         let m = self.choose_merge_m(trigger);
+        // The manifest of the tree as it is (before L_0 becomes L_0^old), committed with the
+        // merge's start record (Remark A.6).
+        let start_manifest =
+            if self.persist.is_some() { Some(self.merge_start_manifest()?) } else { None };
         let full = m + 1 >= h;
         let u = u_hat(&self.level_sizes(), h, self.counters.live_bytes(), m, &self.params);
         let succ_below =
@@ -101,7 +110,7 @@ impl Tree {
             old_levels: old_levels.clone(),
         });
         let written_fence_levels = labels.len() as u64 - 1;
-        Ok(FcPending {
+        let mut pending = FcPending {
             trigger,
             m,
             height_before: h,
@@ -111,6 +120,14 @@ impl Tree {
             skipped_preemptively: (data_label as u64 - 1).saturating_sub(written_fence_levels),
             tightened_preemptively: u64::from(data_label < m),
             punch_reclaimed: self.persist.is_none(),
-        })
+            resumed: Resumed::default(),
+            commits: None,
+        };
+        if let Some(base) = start_manifest {
+            let snapshot = pending.old_top_entries.clone();
+            let every = self.params.merge_commit_blocks;
+            pending.commits = Some(MergeCommits::starting(base, snapshot, every, &pending));
+        }
+        Ok(pending)
     }
 }

@@ -42,6 +42,30 @@ pub(crate) struct Executed {
     pub full: bool,
 }
 
+/// Where a resumed merge-execute pass continues (FD+FC recovery, Remark A.6).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Resumed {
+    /// First block still needed of each old merged level, top-down.
+    pub old_heads: Vec<u32>,
+    /// Entries up to this key were processed (`None`: no key group was processed yet).
+    pub wavefront_key: Option<Vec<u8>>,
+    /// `p_last` of the pass.
+    pub p_last: Option<crate::entry::BlockPtr>,
+    /// Cancellations so far.
+    pub cancellations: u64,
+    /// Their insert bytes.
+    pub cancelled_bytes: u64,
+}
+
+/// What a progress record needs from a pass.
+pub(crate) struct Progressed {
+    pub started: bool,
+    pub p_last: Option<crate::entry::BlockPtr>,
+    pub cancellations: u64,
+    pub cancelled_bytes: u64,
+    pub new_levels: Vec<crate::fc::NewLevelProgress>,
+}
+
 /// One merged old level, read in key order.
 enum Source<'a> {
     Top(std::iter::Peekable<std::vec::IntoIter<Entry>>),
@@ -76,9 +100,14 @@ pub(crate) struct MergeRun<'a> {
     group: Vec<Vec<Entry>>,
     cancellations: u64,
     cancelled_bytes: u64,
+    /// Whether any key group was processed (a resumed pass counts the ones before).
+    started: bool,
     /// Per disk source (old level, top-down): `(block index, first key)` of the blocks read
     /// and not yet reclaimed (FD+FC's m-delete, Remark A.5).
     loaded: Vec<VecDeque<(u32, Vec<u8>)>>,
+    /// Entries up to this key were processed before a crash: skipped when read (a resumed
+    /// FD+FC merge, Remark A.6).
+    skip_through: Option<Vec<u8>>,
     corrupt: Box<dyn Fn(String) -> Error + 'a>,
 }
 
@@ -92,6 +121,21 @@ impl<'a> MergeRun<'a> {
         m: usize,
         writers: Vec<LevelWriter>,
     ) -> Result<Self> {
+        Self::resume(store, top_entries, levels, m, writers, &Resumed::default())
+    }
+
+    /// A pass that continues from committed progress (FD+FC recovery, Remark A.6): the old
+    /// levels are read from their first needed block, entries up to the wavefront skipped,
+    /// `top_entries` already hold only `L_0^old`'s unprocessed entries, and the writers
+    /// continue their levels.
+    pub(crate) fn resume(
+        store: &'a BlockStore,
+        top_entries: Vec<Entry>,
+        levels: &'a [DiskLevel],
+        m: usize,
+        writers: Vec<LevelWriter>,
+        resumed: &Resumed,
+    ) -> Result<Self> {
         let height = levels.last().map_or(1, |l| l.label + 1);
         let full = m + 1 >= height;
         let merged: Vec<&DiskLevel> = levels.iter().filter(|l| l.label <= m).collect();
@@ -102,21 +146,31 @@ impl<'a> MergeRun<'a> {
             None => Error::corruption("fdtree L_0", 0, reason),
         });
         let mut sources = vec![Source::Top(top_entries.into_iter().peekable())];
-        sources.extend(merged.iter().map(|l| Source::Disk(LevelCursor::new(l, store, 0, None))));
+        for (i, l) in merged.iter().enumerate() {
+            let start = resumed.old_heads.get(i).copied().unwrap_or(0);
+            sources.push(Source::Disk(LevelCursor::new(l, store, start, None)));
+        }
         let n = sources.len();
         let mut run = MergeRun {
             store,
             sources,
             full,
             succ,
-            builder: Builder { writers, top: TopLevel::new(), p_last: None, bottom: full },
+            builder: Builder {
+                writers,
+                top: TopLevel::new(),
+                p_last: resumed.p_last,
+                bottom: full,
+            },
             group: vec![Vec::new(); n],
-            cancellations: 0,
-            cancelled_bytes: 0,
+            cancellations: resumed.cancellations,
+            cancelled_bytes: resumed.cancelled_bytes,
+            started: resumed.wavefront_key.is_some(),
             loaded: vec![VecDeque::new(); n - 1],
+            skip_through: resumed.wavefront_key.clone(),
             corrupt,
         };
-        if full {
+        if full && !run.builder.writers.last().is_some_and(LevelWriter::started) {
             // The first block of the new bottom level.
             run.builder.append(store, b"", Vec::new(), &*run.corrupt)?;
         }
@@ -139,8 +193,32 @@ impl<'a> MergeRun<'a> {
                 let first = e.key().to_vec();
                 self.loaded[i - 1].push_back((c.block_index(), first));
             }
+            if let Some(w) = &self.skip_through {
+                // Only the first block read after a resume can hold processed entries.
+                while c.has_buffered() && c.peek()?.is_some_and(|e| e.key() <= w.as_slice()) {
+                    c.next_entry()?;
+                }
+            }
         }
+        self.skip_through = None;
         Ok(())
+    }
+
+    /// Syncs the blocks the new levels have written (before a progress commit).
+    pub(crate) fn sync_new_levels(&self) -> Result<()> {
+        self.builder.writers.iter().try_for_each(|w| w.sync(self.store))
+    }
+
+    /// What a progress record needs from the pass: `p_last`, the cancellations, and each
+    /// new level's progress.
+    pub(crate) fn progress_parts(&self) -> Progressed {
+        Progressed {
+            started: self.started,
+            p_last: self.builder.p_last,
+            cancellations: self.cancellations,
+            cancelled_bytes: self.cancelled_bytes,
+            new_levels: self.builder.writers.iter().map(LevelWriter::progress).collect(),
+        }
     }
 
     /// Whether some old level ran out of buffered entries and has blocks left: the stage
@@ -165,6 +243,7 @@ impl<'a> MergeRun<'a> {
             }
         }
         let Some(key) = key else { return Ok(None) };
+        self.started = true;
         let deepest = self.sources.len() - 1;
         let mut f = None;
         for (idx, s) in self.sources.iter_mut().enumerate() {

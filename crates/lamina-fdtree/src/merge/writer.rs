@@ -166,4 +166,49 @@ impl LevelWriter {
     pub fn file_id(&self) -> u32 {
         self.file_id
     }
+
+    /// Makes the blocks written so far durable (FD+FC progress commits, Remark A.6).
+    pub fn sync(&self, store: &BlockStore) -> Result<()> {
+        store.sync(&*self.file)
+    }
+
+    /// The level's progress: blocks written (all but the tail), sizes, the tail's entries.
+    pub fn progress(&self) -> crate::fc::NewLevelProgress {
+        crate::fc::NewLevelProgress {
+            label: self.label as u64,
+            file_id: self.file_id,
+            flushed_blocks: self.blocks.saturating_sub(1),
+            stats: self.stats,
+            tail: self.started().then(|| self.current.clone()),
+        }
+    }
+
+    /// A visible writer that continues a level from its committed progress (recovery of an
+    /// FD+FC merge): blocks after the written ones are cut off, the tail is restored in
+    /// memory.
+    pub fn restore(
+        store: &BlockStore,
+        file: Arc<dyn StorageFile>,
+        progress: &crate::fc::NewLevelProgress,
+        payload_bytes: u32,
+    ) -> Result<Self> {
+        let flushed = progress.flushed_blocks;
+        file.set_len(u64::from(flushed) * store.block_bytes() as u64)?;
+        let label = usize::try_from(progress.label).unwrap_or(usize::MAX);
+        let mut w = LevelWriter::new(label, progress.file_id, file, payload_bytes).visible();
+        w.shared = LevelShared::with_blocks(flushed);
+        w.blocks = flushed;
+        w.stats = progress.stats;
+        if let Some(entries) = &progress.tail {
+            let bytes: usize = entries.iter().map(Entry::encoded_len).sum();
+            if bytes > w.payload_bytes {
+                return Err(store.corruption(&*w.file, flushed, "merge progress tail too big"));
+            }
+            w.blocks += 1;
+            w.shared.start_tail(flushed, crate::block::encode_entries(entries));
+            w.current.clone_from(entries);
+            w.current_bytes = bytes;
+        }
+        Ok(w)
+    }
 }
