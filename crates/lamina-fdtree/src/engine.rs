@@ -32,7 +32,7 @@ use crate::merger::{Control, Next};
 use crate::options::{FcMode, FdTreeOptions};
 use crate::persist::LOG_FILE_PREFIX;
 use crate::store::BlockStore;
-use crate::tree::Tree;
+use crate::tree::{Tree, Visible};
 
 /// Bytes of one log segment; segments wholly older than the last checkpoint are removed.
 const LOG_SEGMENT_BYTES: u64 = 8 << 20;
@@ -60,6 +60,9 @@ struct Inner {
     control: Control,
     /// FD+FC: held exclusively by the merge for each stage, shared by scans (`fc/mod.rs`).
     stage_gate: RwLock<()>,
+    /// FD+FC: serializes modifications, so that a key's value looked up before the tree
+    /// lock is taken is still the visible one when the modification applies.
+    writer: Mutex<()>,
 }
 
 impl Drop for FdTree {
@@ -136,6 +139,7 @@ impl FdTree {
             user_bytes_written: AtomicU64::new(0),
             control: Control::default(),
             stage_gate: RwLock::new(()),
+            writer: Mutex::new(()),
         });
         let merger = (mode != FcMode::Xm).then(|| {
             let inner = inner.clone();
@@ -353,16 +357,38 @@ impl Inner {
     /// Under the write lock: `check` (refusals change nothing), then, if it returns an
     /// operation, log it and `apply` it. Then waits for durability as configured.
     ///
-    /// With background merges (FD+DS) the modification first waits while `L_0^old` and
-    /// `L_0^new` fill `L_0` (until the running merge switches in), and afterwards wakes the
-    /// merge thread if a merge is due.
+    /// With background merges (FD+DS, FD+FC) the modification first waits while `L_0^old`
+    /// and `L_0^new` fill `L_0` (FD+DS: until the running merge switches in; FD+FC: until
+    /// m-delete frees room), and afterwards wakes the merge thread if a merge is due.
+    ///
+    /// FD+FC: modifications are serialized by their own mutex, and the visible value of
+    /// `lookup_key` (Remark A.1's existence check, CAS's comparison) is looked up before the
+    /// tree lock is taken, with the lock-coupled lookup of section 4.3; `check` and `apply`
+    /// receive it (`Some`), so the tree lock is never held across disk reads. Other modes
+    /// pass `None` and look up under the lock.
     fn modify<'op, R>(
         &self,
-        check: impl FnOnce(&Tree) -> Result<Result<LogOp<'op>, R>>,
-        apply: impl FnOnce(&mut Tree) -> Result<R>,
+        lookup_key: Option<&[u8]>,
+        check: impl FnOnce(&Tree, Option<&Option<Vec<u8>>>) -> Result<Result<LogOp<'op>, R>>,
+        apply: impl FnOnce(&mut Tree, Option<&Option<Vec<u8>>>) -> Result<R>,
     ) -> Result<R> {
+        let _serial = (self.mode == FcMode::Fc).then(|| self.writer.lock());
+        let lookup_key = lookup_key.filter(|_| self.mode == FcMode::Fc);
         let result = loop {
             let epoch = self.control.epoch()?;
+            let known = match lookup_key {
+                Some(key) => {
+                    if self.read(|t| Ok(t.top_is_full()))? {
+                        self.control.wake();
+                        if !self.control.wait_for_room(epoch) {
+                            return Err(Error::Closed);
+                        }
+                        continue;
+                    }
+                    Some(self.lookup_fc(key)?)
+                }
+                None => None,
+            };
             let mut guard = self.tree.write();
             let t = guard.as_mut().ok_or(Error::Closed)?;
             if t.background_merges && t.top_is_full() {
@@ -373,7 +399,7 @@ impl Inner {
                 }
                 continue;
             }
-            let op = match check(t)? {
+            let op = match check(t, known.as_ref())? {
                 Ok(op) => op,
                 Err(done) => return Ok(done),
             };
@@ -381,7 +407,7 @@ impl Inner {
                 let seq = log.append(op)?;
                 t.set_applied_seq(seq);
             }
-            let result = apply(t)?;
+            let result = apply(t, known.as_ref())?;
             let due = t.background_merges && t.background_merge_due().is_some();
             drop(guard);
             if due {
@@ -396,20 +422,11 @@ impl Inner {
         }
         Ok(result)
     }
-}
 
-impl OrderedIndex for FdTree {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if self.mode != FcMode::Fc {
-            // FD+XM / FD+DS: the shared tree lock for the whole descent (section 3).
-            return self.inner.read(|t| {
-                t.check_key(key)?;
-                t.get(key)
-            });
-        }
-        // FD+FC (section 4.3): the tree lock (the L_0 mutex) only until the first block's
-        // latch is held, then latch coupling down the levels.
-        let lookup = self.inner.read(|t| {
+    /// FD+FC lookup (section 4.3): the tree lock (the `L_0` mutex) only until the first
+    /// block's latch is held, then latch coupling down the levels.
+    fn lookup_fc(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let lookup = self.read(|t| {
             t.check_key(key)?;
             t.start_lookup(key)
         })?;
@@ -418,11 +435,37 @@ impl OrderedIndex for FdTree {
             Lookup::Descend(d) => d.finish(key),
         }
     }
+}
+
+/// What a modification looked up, as [`Tree::apply_put_known`] takes it.
+fn known_len(known: Option<&Option<Vec<u8>>>) -> Visible {
+    match known {
+        None => Visible::Unknown,
+        Some(None) => Visible::Absent,
+        Some(Some(v)) => Visible::Present { value_len: v.len() },
+    }
+}
+
+impl OrderedIndex for FdTree {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if self.mode == FcMode::Fc {
+            return self.inner.lookup_fc(key);
+        }
+        // FD+XM / FD+DS: the shared tree lock for the whole descent (section 3).
+        self.inner.read(|t| {
+            t.check_key(key)?;
+            t.get(key)
+        })
+    }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.inner.modify(
-            |t| t.check_put(key, value).map(|()| Ok(LogOp::Put { key, value })),
-            |t| t.put(key, value),
+            Some(key),
+            |t, _| t.check_put(key, value).map(|()| Ok(LogOp::Put { key, value })),
+            |t, known| {
+                t.apply_put_known(key, value, known_len(known))?;
+                t.run_triggered_merges()
+            },
         )?;
         self.inner
             .user_bytes_written
@@ -432,12 +475,21 @@ impl OrderedIndex for FdTree {
 
     fn delete(&self, key: &[u8]) -> Result<bool> {
         self.inner.modify(
-            |t| {
+            Some(key),
+            |t, known| {
                 t.check_key(key)?;
+                let exists = match known {
+                    Some(current) => current.is_some(),
+                    None => t.get(key)?.is_some(),
+                };
                 // A delete of an absent key changes nothing and is not logged.
-                Ok(if t.get(key)?.is_some() { Ok(LogOp::Delete { key }) } else { Err(false) })
+                Ok(if exists { Ok(LogOp::Delete { key }) } else { Err(false) })
             },
-            |t| t.delete(key),
+            |t, known| {
+                let existed = t.apply_delete_known(key, known_len(known))?;
+                t.run_triggered_merges()?;
+                Ok(existed)
+            },
         )
     }
 
@@ -448,7 +500,8 @@ impl OrderedIndex for FdTree {
         new: Option<&[u8]>,
     ) -> Result<CasOutcome> {
         self.inner.modify(
-            |t| {
+            Some(key),
+            |t, known| {
                 match new {
                     Some(v) => t.check_put(key, v)?,
                     None => t.check_key(key)?,
@@ -456,7 +509,10 @@ impl OrderedIndex for FdTree {
                 if let Some(e) = expected {
                     lamina_core::limits::check_value(e)?;
                 }
-                let current = t.get(key)?;
+                let current = match known {
+                    Some(current) => current.clone(),
+                    None => t.get(key)?,
+                };
                 if current.as_deref() != expected {
                     return Ok(Err(CasOutcome::Mismatch { current }));
                 }
@@ -465,11 +521,12 @@ impl OrderedIndex for FdTree {
                     None => LogOp::Delete { key },
                 }))
             },
-            |t| {
+            |t, known| {
                 match new {
-                    Some(v) => t.put(key, v)?,
-                    None => drop(t.delete(key)?),
+                    Some(v) => t.apply_put_known(key, v, known_len(known))?,
+                    None => drop(t.apply_delete_known(key, known_len(known))?),
                 }
+                t.run_triggered_merges()?;
                 Ok(CasOutcome::Swapped)
             },
         )
@@ -485,7 +542,8 @@ impl OrderedIndex for FdTree {
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
         batch.validate()?;
         self.inner.modify(
-            |t| {
+            None,
+            |t, _| {
                 for op in batch.ops() {
                     match op {
                         BatchOp::Put { key, value } => t.check_put(key, value)?,
@@ -494,7 +552,7 @@ impl OrderedIndex for FdTree {
                 }
                 Ok(Ok(LogOp::Batch(batch)))
             },
-            |t| {
+            |t, _| {
                 // Every operation goes to L_0 first, then the triggered merges run, so a
                 // failing merge cannot leave half a batch applied.
                 for op in batch.ops() {

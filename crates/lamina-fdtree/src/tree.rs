@@ -42,6 +42,21 @@ impl Counters {
     }
 }
 
+/// What a modification knows of its key's visible value before it applies (Remark A.1's
+/// existence check), so that the check can run before the tree lock is taken (FD+FC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visible {
+    /// Not looked up: the modification looks it up itself.
+    Unknown,
+    /// The key is absent.
+    Absent,
+    /// The key has a value of this length.
+    Present {
+        /// Length of the value.
+        value_len: usize,
+    },
+}
+
 /// Counts of merges by kind, for stats and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MergeCounts {
@@ -262,9 +277,21 @@ impl Tree {
 
     /// The put of section 2.2 on `L_0` only, without running merges.
     pub fn apply_put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.apply_put_known(key, value, Visible::Unknown)
+    }
+
+    /// [`Tree::apply_put`] with the key's visible value already looked up (`known`: the
+    /// length of the current value, if any), so that no lookup runs here (FD+FC looks it up
+    /// before taking the tree lock; modifications are serialized, so it stays exact).
+    pub(crate) fn apply_put_known(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        known: Visible,
+    ) -> Result<()> {
         // Deletion part: removes a visible record (an insert in L_0, or a delete entry that
         // cancels the one below). Then the insertion part adds the new insert entry.
-        let mut slot = self.delete_visible(key)?.unwrap_or_default();
+        let mut slot = self.delete_visible(key, known)?.unwrap_or_default();
         slot.insert = Some(value.to_vec());
         self.counters.inserts += 1;
         self.counters.insert_bytes += insert_bytes(key.len(), value.len()) as u64;
@@ -274,16 +301,22 @@ impl Tree {
 
     /// The delete of section 2.2 on `L_0` only, without running merges.
     pub fn apply_delete(&mut self, key: &[u8]) -> Result<bool> {
+        self.apply_delete_known(key, Visible::Unknown)
+    }
+
+    /// [`Tree::apply_delete`] with the key's visible value already looked up.
+    pub(crate) fn apply_delete_known(&mut self, key: &[u8], known: Visible) -> Result<bool> {
         let before = self.counters;
-        let slot = self.delete_visible(key)?;
+        let slot = self.delete_visible(key, known)?;
         let existed = self.counters != before;
         self.top.set_slot(key, slot);
         Ok(existed)
     }
 
     /// Removes the visible record of `key`, if any, updating the counters, and returns the
-    /// `L_0` slot to store (not yet stored).
-    fn delete_visible(&mut self, key: &[u8]) -> Result<Option<DataSlot>> {
+    /// `L_0` slot to store (not yet stored). `known`: the visible value's length, looked up
+    /// by the caller, or `None` to look it up here.
+    fn delete_visible(&mut self, key: &[u8], known: Visible) -> Result<Option<DataSlot>> {
         if let Some(slot) = self.top.slot(key) {
             let mut slot = slot.clone();
             if let Some(old) = slot.insert.take() {
@@ -296,10 +329,15 @@ impl Tree {
         }
         // Remark A.1: look the key up before adding a delete entry, so that N_nabla counts
         // only deletes that cancel an insert.
-        match self.get(key)? {
-            Some(old) => {
+        let current = match known {
+            Visible::Present { value_len } => Some(value_len),
+            Visible::Absent => None,
+            Visible::Unknown => self.get(key)?.map(|v| v.len()),
+        };
+        match current {
+            Some(len) => {
                 self.counters.deletes += 1;
-                self.counters.cancelled_bytes += insert_bytes(key.len(), old.len()) as u64;
+                self.counters.cancelled_bytes += insert_bytes(key.len(), len) as u64;
                 Ok(Some(DataSlot { delete: true, insert: None }))
             }
             None => Ok(None),
