@@ -47,7 +47,7 @@ pub struct FdTreeOptions {
     pub key_bytes_max: usize,
     /// Longest value accepted (at most the API limit). Lower it to allow smaller blocks.
     pub value_bytes_max: usize,
-    /// Concurrency scheme: [`FcMode::Xm`] or [`FcMode::Ds`] (FD+FC is not implemented yet).
+    /// Concurrency scheme: [`FcMode::Fc`] (the default), [`FcMode::Xm`] or [`FcMode::Ds`].
     pub mode: FcMode,
     /// Run [`crate::FdTree::verify`] after every merge (always on with feature `verify`).
     pub verify_each_merge: bool,
