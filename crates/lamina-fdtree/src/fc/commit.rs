@@ -1,13 +1,14 @@
 //! Committing an FD+FC merge's progress (Remark A.6) in a persistent tree.
 //!
-//! - Merge start: `L_0^old` is written as the `L_0` snapshot and the manifest is committed
-//!   with the levels as they are, `applied_seq` = the last log record in `L_0^old`, and a
-//!   progress record at the wavefront `-infinity`. Later log records are `L_0^new`'s.
 //! - At a stage boundary, once enough old blocks have been reclaimed (or at once with
 //!   `Params::merge_commit_blocks` = 1): the new levels' written blocks are synced, a new
 //!   progress record is written and synced, and the manifest naming it is committed; then
 //!   the old blocks reclaimed before the record are punched out (their entries are durable
 //!   in the new levels or in the record), and the previous record is removed.
+//! - The first such commit also commits the merge start: `L_0^old` is written as the `L_0`
+//!   snapshot, the manifest keeps the levels as the merge started and `applied_seq` = the
+//!   last log record in `L_0^old`; later log records are `L_0^new`'s. A merge that ends
+//!   before its first commit is committed by the checkpoint after it, like FD+DS's.
 //!
 //! Space during a merge is therefore the steady state plus the new levels' unsynced part
 //! (one block per level) plus at most `merge_commit_blocks` reclaimed-but-not-yet-freed old
@@ -97,26 +98,6 @@ impl MergeCommits {
         self.pending_punch.len() >= self.commit_blocks
     }
 
-    /// Commits the merge start, if not done yet: the `L_0^old` snapshot and a record at
-    /// `-infinity`.
-    pub(crate) fn commit_start(
-        &mut self,
-        hooks: &FcHooks<'_>,
-        store: &BlockStore,
-        run: &MergeRun<'_>,
-    ) -> Result<()> {
-        let Some(entries) = self.start_snapshot.take() else { return Ok(()) };
-        let id = self.base.top_file;
-        self.base.top_blocks = if entries.is_empty() {
-            self.base.top_file = 0;
-            0
-        } else {
-            write_snapshot_file(store, self.base.block_bytes, id, &entries)?
-        };
-        let top = (self.base.top_file != 0).then_some((self.base.top_file, self.base.top_blocks));
-        self.commit(hooks, store, run, top)
-    }
-
     /// Commits a progress record for the state at this stage boundary, then frees the old
     /// blocks reclaimed before it.
     pub(crate) fn commit_progress(
@@ -125,7 +106,25 @@ impl MergeCommits {
         store: &BlockStore,
         run: &MergeRun<'_>,
     ) -> Result<()> {
-        self.commit(hooks, store, run, None)?;
+        // The first commit of a merge also commits its start (Remark A.6's start-merge):
+        // L_0^old as the snapshot, and where L_0^new begins in the log. Until then nothing
+        // was freed, so the previous commit and the log still recover everything, and a
+        // merge that ends before its first commit costs no extra write at all.
+        let top = match self.start_snapshot.take() {
+            None => None,
+            Some(entries) if entries.is_empty() => {
+                self.base.top_file = 0;
+                self.base.top_blocks = 0;
+                None
+            }
+            Some(entries) => {
+                let id = self.base.top_file;
+                self.base.top_blocks =
+                    write_snapshot_file(store, self.base.block_bytes, id, &entries)?;
+                Some((id, self.base.top_blocks))
+            }
+        };
+        self.commit(hooks, store, run, top)?;
         for (file, index) in std::mem::take(&mut self.pending_punch) {
             store.punch_block(&*file, index)?;
         }

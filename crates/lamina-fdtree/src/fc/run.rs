@@ -59,10 +59,6 @@ pub(crate) fn run_fc_merge(hooks: &FcHooks<'_>, pending: FcPending) -> Result<()
     let mut run = MergeRun::resume(&store, old_top_entries, &old_levels, m, writers, &resumed)?;
     let full = run.full();
     let mut wavefront: Vec<u8> = resumed.wavefront_key.clone().unwrap_or_default();
-    if let Some(c) = commits.as_mut() {
-        // Remark A.6: the merge start (L_0^old, and where L_0^new begins in the log).
-        c.commit_start(hooks, &store, &run)?;
-    }
     loop {
         let gate = hooks.gate.write();
         // M-stage and m-insert (no tree lock: there is no other writer of these levels).
