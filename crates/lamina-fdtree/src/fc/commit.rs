@@ -88,6 +88,18 @@ impl MergeCommits {
         }
     }
 
+    /// Whether the merge start is still to be committed (then the caller hands
+    /// `L_0^old`'s entries to [`MergeCommits::set_start_snapshot`]).
+    pub(crate) fn start_pending(&self) -> bool {
+        self.start_snapshot.is_some()
+    }
+
+    /// `L_0^old`'s entries, written as the snapshot by the first commit.
+    pub(crate) fn set_start_snapshot(&mut self, entries: Vec<crate::entry::Entry>) {
+        assert!(self.start_snapshot.is_some(), "the start is not committed yet");
+        self.start_snapshot = Some(entries);
+    }
+
     /// Remembers an old block reclaimed by m-delete, to free after the next commit.
     pub(crate) fn reclaimed(&mut self, file: std::sync::Arc<dyn StorageFile>, index: u32) {
         self.pending_punch.push((file, index));

@@ -56,6 +56,11 @@ pub(crate) fn run_fc_merge(hooks: &FcHooks<'_>, pending: FcPending) -> Result<()
     } = pending;
     let store = hooks.with_tree(|t| Ok(t.store.clone()))?;
     let merged: Vec<&DiskLevel> = old_levels.iter().filter(|l| l.label <= m).collect();
+    if let Some(c) = commits.as_mut()
+        && c.start_pending()
+    {
+        c.set_start_snapshot(old_top_entries.clone());
+    }
     let mut run = MergeRun::resume(&store, old_top_entries, &old_levels, m, writers, &resumed)?;
     let full = run.full();
     let mut wavefront: Vec<u8> = resumed.wavefront_key.clone().unwrap_or_default();

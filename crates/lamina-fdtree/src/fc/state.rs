@@ -124,9 +124,9 @@ impl Tree {
             commits: None,
         };
         if let Some(base) = start_manifest {
-            let snapshot = pending.old_top_entries.clone();
+            // L_0^old's snapshot is copied by the merge thread, outside the tree lock.
             let every = self.params.merge_commit_blocks;
-            pending.commits = Some(MergeCommits::starting(base, snapshot, every, &pending));
+            pending.commits = Some(MergeCommits::starting(base, Vec::new(), every, &pending));
         }
         Ok(pending)
     }
