@@ -277,6 +277,17 @@ fn disk_space_during_a_full_merge(persistent: bool) {
 /// merge completes and every acknowledged write is there.
 #[test]
 fn a_crash_in_the_middle_of_a_merge_resumes_it() {
+    crash_in_the_middle_of_a_merge(FcMode::Fc);
+}
+
+/// The on-disk format is shared by the schemes: a directory left with an FD+FC merge in
+/// progress, opened as FD+XM, finishes that merge while it opens.
+#[test]
+fn a_merge_left_in_progress_is_finished_by_another_scheme() {
+    crash_in_the_middle_of_a_merge(FcMode::Xm);
+}
+
+fn crash_in_the_middle_of_a_merge(reopen_as: FcMode) {
     use lamina_storage::{FaultPlan, FaultyStorage};
     let options = FdTreeOptions { merge_commit_blocks: 1, ..tiny() };
     let storage = FaultyStorage::in_memory(FaultPlan::none());
@@ -313,8 +324,9 @@ fn a_crash_in_the_middle_of_a_merge_resumes_it() {
     assert!(!resumed_at.is_empty() && resumed_at <= wavefront, "{resumed_at:?} vs {wavefront:?}");
     assert!(tree.reclaimed_old_blocks() > 0, "old blocks freed before the crash");
     drop(tree);
-    let db = FdTree::open(shared, &options).unwrap();
+    let db = FdTree::open(shared, &FdTreeOptions { mode: reopen_as, ..options }).unwrap();
     db.wait_for_merges().unwrap();
+    assert!(!db.with_tree(Tree::merge_in_progress).unwrap());
     db.verify().unwrap();
     assert_eq!(all(&db), oracle);
     db.close().unwrap();
