@@ -285,7 +285,11 @@ impl Inner {
                     return Err(e);
                 }
                 self.control.switched();
-                self.after_background_merge()?;
+                if self.checkpoint_can_wait()? {
+                    self.read(Tree::verify_if_configured)?;
+                } else {
+                    self.after_background_merge()?;
+                }
                 continue;
             }
             let pending = {
@@ -307,6 +311,26 @@ impl Inner {
             finished?;
             self.after_background_merge()?;
         }
+    }
+
+    /// FD+FC: whether the checkpoint after a merge can be left to the next merge, which is
+    /// due at once: its first progress commit commits the same state (as its start) and
+    /// removes the files this merge replaced, so writers do not wait for the checkpoint's
+    /// syncs between two merges. Only while those files are small (an FD+FC merge punched
+    /// most of its old blocks already); a merge that ends before its first commit is
+    /// checkpointed as usual unless the next one is due too.
+    fn checkpoint_can_wait(&self) -> Result<bool> {
+        self.read(|t| {
+            if t.persist.is_none() || t.background_merge_due().is_none() {
+                return Ok(false);
+            }
+            let mut bytes = 0;
+            for &id in &t.obsolete_files {
+                bytes += t.store.open_existing(id)?.allocated_bytes()?;
+            }
+            let limit = 2 * t.params.merge_commit_blocks as u64 * u64::from(t.params.block_bytes);
+            Ok(bytes <= limit)
+        })
     }
 
     /// Verifies (if configured) and checkpoints after a background merge, with the

@@ -166,7 +166,7 @@ impl MergeCommits {
         }
         // The tree's part, under its lock: the wavefront, the old heads, L_0^new's fences,
         // a new file id; and the durable side, taken out for the I/O below.
-        let (record, id, mut persist) = hooks.with_tree(|t| {
+        let parts_and_persist = hooks.with_tree(|t| {
             let fc = t.fc.as_ref().expect("an FD+FC merge is in progress");
             let m = self.m;
             let record = MergeProgress {
@@ -195,18 +195,26 @@ impl MergeCommits {
                 Error::corruption("fdtree", 0, "merge commit without a durable side")
             })?;
             self.base.next_file_id = t.next_file_id;
-            Ok((record, id, persist))
+            // Files earlier merges replaced (when their checkpoint was skipped, see
+            // `engine.rs`): the state committed here no longer names them.
+            let obsolete = std::mem::take(&mut t.obsolete_files);
+            Ok((record, id, persist, obsolete))
         })?;
+        let (record, id, mut persist, obsolete) = parts_and_persist;
         let result = write_record(store, id, &record).and_then(|()| {
             store.storage().sync_dir()?;
             let manifest = Manifest { merge_file: id, ..self.base.clone() };
             persist.commit_merge_state(&manifest, top)
         });
+        let committed = result.is_ok();
         hooks.with_tree(|t| {
             t.persist = Some(persist);
+            if !committed {
+                t.obsolete_files.extend(&obsolete);
+            }
             Ok(())
         })?;
-        for replaced in result? {
+        for replaced in result?.into_iter().chain(obsolete) {
             store.remove(replaced)?;
         }
         Ok(())
