@@ -65,7 +65,9 @@ pub(crate) fn create_log_file(
     let file = storage.open(&tmp, OpenMode::CreateNew)?;
     file.write_all_at(0, &header.to_block())?;
     if total_len > FILE_HEADER_BYTES {
-        file.set_len(total_len)?;
+        // Written zeros where the backend can: a ring's every chunk write is followed by
+        // `fdatasync`, which must not also commit block allocation (docs/results/trie.md).
+        file.preallocate(total_len)?;
     }
     file.sync_data()?;
     storage.rename(&tmp, name)?;
