@@ -218,11 +218,21 @@ impl Ring {
         }
     }
 
+    /// Log position where the next chunk goes (chunks below it are written).
+    pub(crate) fn head(&self) -> u64 {
+        self.head
+    }
+
     /// Collects ahead of the writer until the next two flush rounds fit (read-ahead of the
-    /// contest paper), without waiting; stops early when the carry buffer is full.
-    pub(crate) fn collect_ahead(&mut self, oracle: &Oracle) -> Result<()> {
+    /// contest paper), without waiting; stops early when the carry buffer is full, and
+    /// before the first chunk at or past position `below` (the caller knows the engine has
+    /// applied everything logged below it; the chunks after may hold records it has not).
+    pub(crate) fn collect_ahead(&mut self, oracle: &Oracle, below: u64) -> Result<()> {
         let target = self.head + 6 * self.chunk_max;
         while self.cleaned + self.capacity < target {
+            if self.spans.front().is_none_or(|span| span.pos >= below) {
+                break;
+            }
             if self.collect_one(oracle)?.is_none() {
                 break;
             }
