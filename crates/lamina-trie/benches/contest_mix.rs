@@ -143,8 +143,8 @@ fn main() {
             }
             let mut trie_ops = (f64::NAN, f64::NAN);
             if engines.contains(&"trie") {
-                let trie = TrieEngine::volatile(TrieOptions::default().prefix_bits(prefix_bits))
-                    .unwrap();
+                let trie =
+                    TrieEngine::volatile(TrieOptions::default().prefix_bits(prefix_bits)).unwrap();
                 populate(&trie, keys, &value);
                 trie_ops = run_mix(&trie, t, keys, value_bytes, run);
             }
