@@ -65,9 +65,7 @@ pub(crate) fn create_log_file(
     let file = storage.open(&tmp, OpenMode::CreateNew)?;
     file.write_all_at(0, &header.to_block())?;
     if total_len > FILE_HEADER_BYTES {
-        // Written zeros where the backend can: a ring's every chunk write is followed by
-        // `fdatasync`, which must not also commit block allocation (docs/results/trie.md).
-        file.preallocate(total_len)?;
+        file.set_len(total_len)?;
     }
     file.sync_data()?;
     storage.rename(&tmp, name)?;
