@@ -74,19 +74,6 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
     /// `fdatasync`: everything written to THIS file so far is durable.
     fn sync_data(&self) -> Result<()>;
 
-    /// Like [`StorageFile::set_len`], but where the backend can, the bytes added are
-    /// written zeros with their blocks allocated, so that later writes inside the file
-    /// followed by `sync_data` need not also commit file-system allocation metadata (the
-    /// first `fdatasync` after a write into a sparse hole costs a journal commit). For
-    /// files created at their final size, such as the cyclic log's ring. Durable only
-    /// after `sync_data`.
-    ///
-    /// The default is `set_len(len)` (a sparse extension): correct for every backend, only
-    /// slower for those that allocate blocks lazily.
-    fn preallocate(&self, len: u64) -> Result<()> {
-        self.set_len(len)
-    }
-
     /// Whether the file is empty.
     fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)

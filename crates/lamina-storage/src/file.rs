@@ -305,35 +305,6 @@ impl StorageFile for DiskFile {
         Ok(())
     }
 
-    /// Writes zeros from the current end to `len` (1 MiB at a time): on ext4 and XFS,
-    /// `fallocate` would leave *unwritten* extents, whose first overwrite still changes
-    /// metadata at the next `fdatasync`, so only written zeros make later syncs data-only
-    /// (measured on this machine's ext4: a 4 KiB write + `fdatasync` took ~120-160 us into
-    /// written zeros vs ~250-270 us into a hole or an `fallocate`d range). The zeros are
-    /// accounted as a resize (live bytes), not as writes: they are a one-time cost of
-    /// creating the file, not I/O of the workload.
-    fn preallocate(&self, len: u64) -> Result<()> {
-        const STEP_BYTES: u64 = 1 << 20;
-        check_range(&self.name, len, 0)?;
-        let mut offset = self.len()?;
-        if offset >= len {
-            return self.set_len(len);
-        }
-        let zeros = vec![0u8; STEP_BYTES as usize];
-        while offset < len {
-            let step = (len - offset).min(STEP_BYTES);
-            #[allow(clippy::cast_possible_truncation)] // step <= STEP_BYTES
-            let piece = &zeros[..step as usize];
-            self.buffered.write_all_at(piece, offset).map_err(|e| {
-                let path = self.path.display();
-                Error::io(format!("preallocating {step} bytes at {offset} of {path}"), e)
-            })?;
-            offset += step;
-        }
-        self.accounting.on_set_len(self.id, len);
-        Ok(())
-    }
-
     fn sync_data(&self) -> Result<()> {
         self.buffered
             .sync_data()

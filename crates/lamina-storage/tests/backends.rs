@@ -69,40 +69,6 @@ fn positional_io_and_eof() {
 }
 
 #[test]
-fn preallocate_extends_with_zeros_and_keeps_the_contents() {
-    for (s, _dir) in backends() {
-        let f = s.open("f", OpenMode::Create).unwrap();
-        f.write_all_at(0, b"head").unwrap();
-        f.preallocate(3 << 20 | 5).unwrap();
-        assert_eq!(f.len().unwrap(), 3 << 20 | 5, "{s:?}");
-        let mut buf = vec![0xffu8; 3 << 20 | 5];
-        f.read_exact_at(0, &mut buf).unwrap();
-        assert_eq!(&buf[..4], b"head");
-        assert!(buf[4..].iter().all(|&b| b == 0), "{s:?}");
-        f.write_all_at(1 << 20, b"mid").unwrap();
-        f.preallocate(1 << 20).unwrap(); // not longer: behaves as set_len
-        assert_eq!(f.len().unwrap(), 1 << 20, "{s:?}");
-        assert_eq!(s.io_stats().live_bytes, 1 << 20, "{s:?}");
-    }
-}
-
-#[test]
-fn file_preallocate_allocates_real_blocks() {
-    use std::os::unix::fs::MetadataExt;
-    let dir = tempfile::tempdir().unwrap();
-    let s = FileStorage::open_dir(dir.path(), FileOptions::default()).unwrap();
-    let (sparse, filled) =
-        (s.open("sparse", OpenMode::Create).unwrap(), s.open("filled", OpenMode::Create).unwrap());
-    sparse.set_len(4 << 20).unwrap();
-    filled.preallocate(4 << 20).unwrap();
-    let blocks = |name: &str| std::fs::metadata(dir.path().join(name)).unwrap().blocks();
-    // st_blocks counts 512-byte units: the preallocated file holds all of its 4 MiB.
-    assert!(blocks("filled") >= (4 << 20) / 512, "{}", blocks("filled"));
-    assert!(blocks("sparse") < blocks("filled"));
-    assert_eq!(s.io_stats().bytes_written, 0, "zeros are a resize, not workload writes");
-}
-
-#[test]
 fn aligned_blocks_roundtrip_through_every_backend() {
     // 4 KiB-aligned buffers take the O_DIRECT path where the filesystem allows it.
     #[repr(align(4096))]
