@@ -363,3 +363,40 @@ fn cyclic_log_with_buffered_durability_laps_and_reopens() {
     let (_log, model) = open_with_model(storage, options).unwrap();
     assert_eq!(model.snapshot(), expected);
 }
+
+#[test]
+fn first_lap_zero_fills_the_sparse_ring_ahead_of_the_writer() {
+    // `lamina_storage::log` ring: ZERO_AHEAD_BYTES.
+    const ZERO_AHEAD_BYTES: u64 = 256 << 10;
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let capacity_bytes = 1 << 20;
+    let options = small_options(Retention::Cyclic { capacity_bytes }, Durability::Sync);
+    let (log, model) = open_with_model(storage.clone(), options).unwrap();
+    // Bytes written that are not chunks: the file header, then the zeros.
+    let not_chunks = || storage.io_stats().bytes_written - log.stats().bytes_written;
+    let created = not_chunks();
+    let put =
+        |i: u64| model.write(&log, &[BatchOp::Put { key: key(i % 8), value: value(0, i, 40) }]);
+    put(0).unwrap();
+    assert_eq!(not_chunks() - created, ZERO_AHEAD_BYTES, "the first chunk zero-fills ahead");
+    for i in 1..40 {
+        put(i).unwrap();
+    }
+    assert_eq!(not_chunks() - created, ZERO_AHEAD_BYTES, "chunks inside the zeroed part");
+    // Past a whole lap: the zeros stop at the ring's end, and none follow the wrap.
+    for i in 40..600 {
+        put(i).unwrap();
+    }
+    assert!(log.stats().bytes_written > capacity_bytes + ZERO_AHEAD_BYTES, "{:?}", log.stats());
+    let after_lap = not_chunks();
+    assert!(after_lap - created <= capacity_bytes, "{after_lap}");
+    for i in 600..700 {
+        put(i).unwrap();
+    }
+    assert_eq!(not_chunks(), after_lap, "no zeros after the first lap");
+    let expected = model.snapshot();
+    log.close().unwrap();
+    let options = small_options(Retention::Cyclic { capacity_bytes }, Durability::Sync);
+    let (_log, model) = open_with_model(storage, options).unwrap();
+    assert_eq!(model.snapshot(), expected);
+}

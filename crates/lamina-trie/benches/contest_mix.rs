@@ -3,7 +3,9 @@
 //!
 //! `cargo bench -p lamina-trie --bench contest_mix` (optional env: `CONTEST_SECONDS`, per
 //! run, default 2; `CONTEST_THREADS`, default "1,2"; `CONTEST_VALUES`, default
-//! "8,1024,4096"). Mix per operation: 45% get, 40% put,
+//! "8,1024,4096"; `CONTEST_ENGINES`, default "mem,trie", to profile one engine alone;
+//! `CONTEST_PREFIX_BITS`, the trie's k', default 4). `mem` is the real
+//! `lamina_mem::MemEngine::volatile()`. Mix per operation: 45% get, 40% put,
 //! 5% delete, 5% compare-and-swap (a get then a CAS from the value read), 5% scan of 1 to
 //! 10 pairs from a random key. Keys: 8-byte big-endian integers drawn uniformly from a
 //! range populated beforehand (1M keys for 8-byte values; fewer for larger values so the
@@ -115,6 +117,10 @@ fn main() {
         .map(|t| t.trim().parse().expect("thread counts"))
         .collect();
     let run = Duration::from_secs_f64(seconds);
+    let engines_env = std::env::var("CONTEST_ENGINES").unwrap_or_else(|_| "mem,trie".into());
+    let engines: Vec<&str> = engines_env.split(',').map(str::trim).collect();
+    let prefix_bits: u32 =
+        std::env::var("CONTEST_PREFIX_BITS").ok().map_or(4, |b| b.parse().expect("prefix bits"));
     println!(
         "| value bytes | keys | threads | mem Mops/s | trie Mops/s | trie / mem \
          | mem Mops/CPU-s | trie Mops/CPU-s | trie / mem per CPU-s |"
@@ -129,14 +135,19 @@ fn main() {
         let keys = (DATA_BYTES_TARGET / (value_bytes as u64 + 8)).min(KEYS_MAX);
         let value = vec![0x5au8; value_bytes];
         for &t in &threads {
-            let mem = MemEngine::volatile();
-            populate(&mem, keys, &value);
-            let mem_ops = run_mix(&mem, t, keys, value_bytes, run);
-            drop(mem);
-            let trie = TrieEngine::volatile(TrieOptions::default()).unwrap();
-            populate(&trie, keys, &value);
-            let trie_ops = run_mix(&trie, t, keys, value_bytes, run);
-            drop(trie);
+            let mut mem_ops = (f64::NAN, f64::NAN);
+            if engines.contains(&"mem") {
+                let mem = MemEngine::volatile();
+                populate(&mem, keys, &value);
+                mem_ops = run_mix(&mem, t, keys, value_bytes, run);
+            }
+            let mut trie_ops = (f64::NAN, f64::NAN);
+            if engines.contains(&"trie") {
+                let trie =
+                    TrieEngine::volatile(TrieOptions::default().prefix_bits(prefix_bits)).unwrap();
+                populate(&trie, keys, &value);
+                trie_ops = run_mix(&trie, t, keys, value_bytes, run);
+            }
             println!(
                 "| {value_bytes} | {keys} | {t} | {:.3} | {:.3} | {:.2} | {:.3} | {:.3} | {:.2} |",
                 mem_ops.0 / 1e6,

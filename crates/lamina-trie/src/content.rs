@@ -8,9 +8,11 @@
 //! immutable (read-copy-update) and freed only through epoch reclamation
 //! ([`crate::node::retire_content`]).
 
-use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::alloc::{Layout, alloc, handle_alloc_error};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
+
+use crate::pool;
 
 /// The fixed part of a content node. The key and value bytes follow it.
 #[repr(C, align(8))]
@@ -49,9 +51,13 @@ impl ContentBox {
         let key_len = u32::try_from(key.len()).expect("keys are at most 1024 bytes");
         let value_len = u32::try_from(value.len()).expect("values are at most 4096 bytes");
         let layout = layout(key.len(), value.len());
+        let raw = match pool::take(layout) {
+            Some(block) => block.as_ptr(),
+            // SAFETY: the layout's size is at least HEADER_BYTES > 0.
+            None => unsafe { alloc(layout) },
+        };
         #[allow(clippy::cast_ptr_alignment)] // the layout asks for Header's alignment, 8
-        // SAFETY: the layout's size is at least HEADER_BYTES > 0.
-        let raw = unsafe { alloc(layout) }.cast::<Header>();
+        let raw = raw.cast::<Header>();
         let Some(ptr) = NonNull::new(raw) else { handle_alloc_error(layout) };
         // SAFETY: `ptr` is a fresh block of `layout.size()` bytes aligned to 8: the header
         // fits at its start and the key and value bytes right after, within the block;
@@ -95,12 +101,13 @@ impl ContentBox {
 
 impl Drop for ContentBox {
     fn drop(&mut self) {
+        // Large blocks go to this thread's free list (crate::pool) rather than to malloc.
         // SAFETY: we own the block; its header is initialized and names the lengths it was
         // allocated with, so the layout is the allocation's.
         unsafe {
             let header = self.ptr.as_ref();
             let layout = layout(header.key_len as usize, header.value_len as usize);
-            dealloc(self.ptr.as_ptr().cast::<u8>(), layout);
+            pool::recycle(self.ptr.cast::<u8>(), layout);
         }
     }
 }

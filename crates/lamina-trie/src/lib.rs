@@ -4,6 +4,9 @@
 //!
 //! - [`fragment`]: keys split into k'-bit fragments (section 2).
 //! - `content`: content nodes, one allocation each (section 2).
+//! - `arena`: inner nodes packed in big blocks, never freed one by one (section 2's memory
+//!   manager, where it pays).
+//! - `pool`: per-thread free lists of large content blocks (section 2's memory manager).
 //! - `node`: inner nodes, tagged slot pointers, epoch reclamation (section 2).
 //! - `lock`: the 4-byte per-node spinlock (section 2).
 //! - `tree`: lookups, single-lock writes with re-validation, dynamic expansion (section 2).
@@ -14,6 +17,7 @@
 //!   coalesced cyclic log of `lamina_storage::log` (section 3).
 
 mod any_trie;
+mod arena;
 mod content;
 mod counter;
 mod engine;
@@ -22,6 +26,7 @@ mod gate;
 mod lock;
 mod node;
 mod options;
+mod pool;
 mod scan;
 mod sync;
 mod tree;

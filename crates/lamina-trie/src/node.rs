@@ -37,7 +37,8 @@
 
 use crossbeam_epoch::Guard;
 
-use crate::content::{ALLOCATOR_OVERHEAD_BYTES, Content, ContentBox, Header};
+use crate::arena::Arena;
+use crate::content::{Content, ContentBox, Header};
 use crate::lock::NodeLock;
 use crate::sync::{AtomicUsize, Ordering};
 
@@ -62,6 +63,18 @@ impl<const FANOUT: usize> Inner<FANOUT> {
         })
     }
 
+    /// A new, empty inner node in `arena` (below the root; the root is a [`Box`]). It stays
+    /// allocated until the arena is dropped with the tree.
+    pub(crate) fn new_in(arena: &Arena<Self>) -> *mut Self {
+        arena
+            .alloc(Inner {
+                lock: NodeLock::new(),
+                end: Slot::empty(),
+                buckets: std::array::from_fn(|_| Slot::empty()),
+            })
+            .as_ptr()
+    }
+
     /// The slot for `fragment` (`None`: the end slot).
     pub(crate) fn slot(&self, fragment: Option<usize>) -> &Slot {
         match fragment {
@@ -70,9 +83,10 @@ impl<const FANOUT: usize> Inner<FANOUT> {
         }
     }
 
-    /// Bytes of memory one inner node holds.
+    /// Bytes of memory one inner node holds (packed in the arena: no allocator overhead;
+    /// the root's is not worth counting apart).
     pub(crate) const fn memory_bytes() -> u64 {
-        (std::mem::size_of::<Self>() + ALLOCATOR_OVERHEAD_BYTES) as u64
+        std::mem::size_of::<Self>() as u64
     }
 }
 
@@ -114,8 +128,8 @@ impl Slot {
     /// Publishes a new inner node in place of a content node (dynamic expansion). The
     /// replaced content node has been linked into `inner`, so it is returned to nobody.
     /// The caller holds the lock of the node owning this slot.
-    pub(crate) fn publish_inner<const FANOUT: usize>(&self, inner: Box<Inner<FANOUT>>) {
-        let word = Box::into_raw(inner) as usize;
+    pub(crate) fn publish_inner<const FANOUT: usize>(&self, inner: *mut Inner<FANOUT>) {
+        let word = inner as usize;
         assert_eq!(word & CONTENT_TAG, 0, "inner nodes are at least 2-byte aligned");
         // The old word is the content node now linked below `inner`: not retired.
         let old = self.word.swap(word, Ordering::AcqRel);
@@ -136,9 +150,9 @@ impl Slot {
     }
 
     /// Like [`Slot::init_content`], for an inner node.
-    pub(crate) fn init_inner<const FANOUT: usize>(&self, inner: Box<Inner<FANOUT>>) {
+    pub(crate) fn init_inner<const FANOUT: usize>(&self, inner: *mut Inner<FANOUT>) {
         debug_assert_eq!(self.word.load(Ordering::Relaxed), EMPTY);
-        self.word.store(Box::into_raw(inner) as usize, Ordering::Relaxed);
+        self.word.store(inner as usize, Ordering::Relaxed);
     }
 
     fn swap(&self, new: usize) -> Option<*mut Header> {
@@ -156,12 +170,13 @@ impl Slot {
         match word {
             EMPTY => Owned::Empty,
             w if w & CONTENT_TAG != 0 => {
-                // SAFETY: with `&mut` access to the tree no reader exists, and every pointer
-                // linked in the tree came from `Box::into_raw` and is linked exactly once.
+                // SAFETY: with `&mut` access to the tree no reader exists, and every content
+                // pointer linked in the tree came from `ContentBox::into_raw` and is linked
+                // exactly once.
                 Owned::Content(unsafe { ContentBox::from_raw((w & !CONTENT_TAG) as *mut Header) })
             }
-            // SAFETY: as above.
-            w => Owned::Inner(unsafe { Box::from_raw(w as *mut Inner<FANOUT>) }),
+            // An arena node: the caller drops it in place; the arena frees its memory.
+            w => Owned::Inner(w as *mut Inner<FANOUT>),
         }
     }
 }
@@ -171,7 +186,8 @@ impl Slot {
 pub(crate) enum Owned<const FANOUT: usize> {
     Empty,
     Content(ContentBox),
-    Inner(Box<Inner<FANOUT>>),
+    /// An inner node in the tree's arena, linked exactly once, now unlinked.
+    Inner(*mut Inner<FANOUT>),
 }
 
 #[inline]
@@ -184,8 +200,9 @@ fn decode<'a, const FANOUT: usize>(word: usize) -> Node<'a, FANOUT> {
             // pinned before its retirement is dropped; the caller's guard outlives 'a.
             Node::Content(unsafe { Content::from_ptr((w & !CONTENT_TAG) as *const Header) })
         }
-        // SAFETY: inner nodes are freed only when the tree is dropped, which needs `&mut`
-        // access; 'a is bounded by a shared borrow of the tree.
+        // SAFETY: inner nodes (the root box, or in the tree's arena) are freed only when the
+        // tree is dropped, which needs `&mut` access; 'a is bounded by a shared borrow of
+        // the tree.
         w => Node::Inner(unsafe { &*(w as *const Inner<FANOUT>) }),
     }
 }

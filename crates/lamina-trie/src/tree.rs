@@ -27,6 +27,7 @@
 
 use crossbeam_epoch::Guard;
 
+use crate::arena::Arena;
 use crate::content::{Content, ContentBox};
 use crate::counter::StripedCounter;
 use crate::fragment;
@@ -67,6 +68,8 @@ pub(crate) struct Modified<R> {
 #[derive(Debug)]
 pub(crate) struct Trie<const FANOUT: usize> {
     root: Box<Inner<FANOUT>>,
+    /// Every inner node below the root (packed; freed with the tree).
+    arena: Arena<Inner<FANOUT>>,
     /// Last sequence number assigned to a write.
     seq_last: AtomicU64,
     keys: StripedCounter,
@@ -97,6 +100,7 @@ impl<const FANOUT: usize> Trie<FANOUT> {
         assert!(FANOUT.is_power_of_two() && (2..=256).contains(&FANOUT), "fanout {FANOUT}");
         Trie {
             root: Inner::new(),
+            arena: Arena::default(),
             seq_last: AtomicU64::new(0),
             keys: StripedCounter::default(),
             content_bytes: StripedCounter::default(),
@@ -252,15 +256,19 @@ impl<const FANOUT: usize> Trie<FANOUT> {
             );
             diverge += 1;
         }
-        let bottom = Inner::<FANOUT>::new();
+        // The new nodes are ours alone until `publish_inner` (no reader can reach them).
+        let bottom = Inner::<FANOUT>::new_in(&self.arena);
         let (select, other_select) =
             (selector::<FANOUT>(key, diverge), selector::<FANOUT>(other_key, diverge));
-        bottom.slot(other_select).init_content(other.as_ptr());
-        bottom.slot(select).init_content(content.into_raw());
+        // SAFETY: `bottom` is a live arena node, unpublished; slots take `&self`.
+        let bottom_ref = unsafe { &*bottom };
+        bottom_ref.slot(other_select).init_content(other.as_ptr());
+        bottom_ref.slot(select).init_content(content.into_raw());
         let mut chain = bottom;
         for up in (level..diverge).rev() {
-            let parent = Inner::<FANOUT>::new();
-            parent.slot(selector::<FANOUT>(other_key, up)).init_inner(chain);
+            let parent = Inner::<FANOUT>::new_in(&self.arena);
+            // SAFETY: as for `bottom`.
+            unsafe { &*parent }.slot(selector::<FANOUT>(other_key, up)).init_inner(chain);
             chain = parent;
         }
         let created = (diverge - level + 1) as u64;
@@ -289,17 +297,25 @@ impl<const FANOUT: usize> Trie<FANOUT> {
 
 impl<const FANOUT: usize> Drop for Trie<FANOUT> {
     /// Frees every node iteratively (the tree may be up to 8192 levels deep).
+    /// Content nodes are freed one by one, arena nodes dropped in place (the arena frees
+    /// their memory afterwards), the root box as usual.
     fn drop(&mut self) {
-        let root = std::mem::replace(&mut self.root, Inner::new());
+        let root: *mut Inner<FANOUT> = &raw mut *self.root;
         let mut stack = vec![root];
-        while let Some(mut inner) = stack.pop() {
-            let Inner { end, buckets, .. } = &mut *inner;
+        while let Some(ptr) = stack.pop() {
+            // SAFETY: `ptr` is the root or an arena node linked exactly once and unlinked by
+            // `take_for_drop`; `&mut self` excludes every other access.
+            let Inner { end, buckets, .. } = unsafe { &mut *ptr };
             for slot in std::iter::once(end).chain(buckets.iter_mut()) {
                 match slot.take_for_drop::<FANOUT>() {
                     Owned::Inner(child) => stack.push(child),
                     Owned::Content(content) => drop(content),
                     Owned::Empty => {}
                 }
+            }
+            if ptr != root {
+                // SAFETY: an arena node, visited once; the arena never drops values itself.
+                unsafe { std::ptr::drop_in_place(ptr) };
             }
         }
     }

@@ -88,6 +88,11 @@ pub(super) fn flusher_loop(inner: &Inner, mut sink: Sink) {
         drop(st);
 
         let oracle = inner.oracle.read().clone();
+        // Chunks below this position hold generations before `generation` only.
+        let head_before = match &sink {
+            Sink::Ring(ring) => ring.head(),
+            Sink::Segments(_) => 0,
+        };
         let flush_started = Instant::now();
         let result = match &mut sink {
             Sink::Ring(ring) => ring.flush(&buffer, records, seq_hi, &oracle, &mut || {
@@ -135,10 +140,15 @@ pub(super) fn flusher_loop(inner: &Inner, mut sink: Sink) {
             return;
         }
         // Read ahead and collect while writers fill the next buffer (contest paper, Fig. 5).
+        // Only up to the chunk just written, whose writers were unparked a moment ago: the
+        // engine has applied the earlier generations long since (their writers have
+        // appended again), so this rarely waits. Waiting for the generation just flushed
+        // would hold the next flush until every one of its writers has been scheduled,
+        // which turns group commit into lockstep rounds (measured: docs/results/trie.md).
         if let Sink::Ring(ring) = &mut sink
             && ring_retention
-            && wait_applied(inner, generation, APPLY_WAIT)
-            && let Err(err) = ring.collect_ahead(&oracle)
+            && wait_applied(inner, generation - 1, APPLY_WAIT)
+            && let Err(err) = ring.collect_ahead(&oracle, head_before)
         {
             let mut st = inner.state.lock();
             set_failure(inner, &mut st, Failure::from_error(&err));
