@@ -396,7 +396,7 @@ impl Inner {
         check: impl FnOnce(&Tree, Option<&Option<Vec<u8>>>) -> Result<Result<LogOp<'op>, R>>,
         apply: impl FnOnce(&mut Tree, Option<&Option<Vec<u8>>>) -> Result<R>,
     ) -> Result<R> {
-        let _serial = (self.mode == FcMode::Fc).then(|| self.writer.lock());
+        let serial = (self.mode == FcMode::Fc).then(|| self.writer.lock());
         let lookup_key = lookup_key.filter(|_| self.mode == FcMode::Fc);
         let result = loop {
             let epoch = self.control.epoch()?;
@@ -439,6 +439,8 @@ impl Inner {
             }
             break result;
         };
+        // Released before waiting for the log: concurrent writers share one sync.
+        drop(serial);
         if self.durability == Durability::Sync
             && let Some(log) = &self.log
         {
