@@ -50,6 +50,33 @@ impl LevelStats {
         }
     }
 
+    /// Appends the five counts, 8 bytes each, little-endian (the manifest's and the merge
+    /// progress record's layout).
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        for v in [
+            self.data_bytes,
+            self.fence_bytes,
+            self.leading_fence_bytes,
+            self.inserts,
+            self.deletes,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+
+    /// Reads what [`LevelStats::encode_to`] wrote.
+    pub fn decode_from(
+        r: &mut lamina_core::codec::Reader<'_>,
+    ) -> Result<Self, lamina_core::codec::DecodeError> {
+        Ok(LevelStats {
+            data_bytes: r.u64()?,
+            fence_bytes: r.u64()?,
+            leading_fence_bytes: r.u64()?,
+            inserts: r.u64()?,
+            deletes: r.u64()?,
+        })
+    }
+
     /// Bytes that count toward the level's size `B(L_i)` (see `options`).
     pub fn sized_bytes(&self) -> u64 {
         self.data_bytes + self.fence_bytes - self.leading_fence_bytes

@@ -28,6 +28,7 @@ pub mod options;
 pub mod persist;
 pub mod probe;
 mod scan;
+mod sealed;
 pub mod store;
 pub mod top;
 pub mod tree;

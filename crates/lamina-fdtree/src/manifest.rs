@@ -3,7 +3,6 @@
 //! `lamina_storage::Superblock` after every merge and at close. Byte layout:
 //! `docs/format/fdtree-manifest.md`. Committing and recovering is in `persist.rs`.
 
-use lamina_core::checksum::masked_crc32c;
 use lamina_core::codec::{Decode, DecodeError, Encode, Reader, put_varint};
 
 use crate::level::LevelStats;
@@ -60,16 +59,11 @@ pub struct Manifest {
 
 impl Encode for Manifest {
     fn encoded_len(&self) -> usize {
-        let mut v = Vec::new();
-        self.encode_body(&mut v);
-        v.len() + 4
+        crate::sealed::sealed_len(|out| self.encode_body(out))
     }
 
     fn encode_to(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        self.encode_body(out);
-        let crc = masked_crc32c(&out[start..]);
-        out.extend_from_slice(&crc.to_le_bytes());
+        crate::sealed::seal(out, |out| self.encode_body(out));
     }
 }
 
@@ -92,10 +86,7 @@ impl Manifest {
             put_varint(out, l.label);
             out.extend_from_slice(&l.file_id.to_le_bytes());
             out.extend_from_slice(&l.blocks.to_le_bytes());
-            let s = &l.stats;
-            for v in [s.data_bytes, s.fence_bytes, s.leading_fence_bytes, s.inserts, s.deletes] {
-                out.extend_from_slice(&v.to_le_bytes());
-            }
+            l.stats.encode_to(out);
         }
         out.extend_from_slice(&self.top_file.to_le_bytes());
         out.extend_from_slice(&self.top_blocks.to_le_bytes());
@@ -106,13 +97,7 @@ impl Manifest {
 
 impl Decode for Manifest {
     fn decode(input: &[u8]) -> Result<Self, DecodeError> {
-        if input.len() < 4 {
-            return Err(DecodeError::new(0, "manifest shorter than its checksum"));
-        }
-        let (body, crc) = input.split_at(input.len() - 4);
-        if masked_crc32c(body) != u32::from_le_bytes(crc.try_into().expect("4 bytes")) {
-            return Err(DecodeError::new(body.len(), "manifest checksum mismatch"));
-        }
+        let body = crate::sealed::unseal(input, "manifest")?;
         let mut r = Reader::new(body);
         if r.u32()? != MAGIC {
             return Err(DecodeError::new(0, "not an fdtree manifest"));
@@ -142,13 +127,7 @@ impl Decode for Manifest {
             let label = r.varint()?;
             let file_id = r.u32()?;
             let blocks = r.u32()?;
-            let stats = LevelStats {
-                data_bytes: r.u64()?,
-                fence_bytes: r.u64()?,
-                leading_fence_bytes: r.u64()?,
-                inserts: r.u64()?,
-                deletes: r.u64()?,
-            };
+            let stats = LevelStats::decode_from(&mut r)?;
             levels.push(LevelRecord { label, file_id, blocks, stats });
         }
         let top_file = r.u32()?;

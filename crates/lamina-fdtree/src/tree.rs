@@ -36,6 +36,15 @@ impl Counters {
         self.inserts - self.deletes
     }
 
+    /// Removes `pairs` insert/delete pairs that cancelled out in a merge (their inserts
+    /// held `bytes` encoded bytes): both counters drop, the live size does not change.
+    pub fn remove_cancelled(&mut self, pairs: u64, bytes: u64) {
+        self.inserts -= pairs;
+        self.deletes -= pairs;
+        self.insert_bytes -= bytes;
+        self.cancelled_bytes -= bytes;
+    }
+
     /// (I6) no-underflow: `N_nabla / N_delta <= 1/3`.
     pub fn underflows(&self) -> bool {
         3 * self.deletes > self.inserts

@@ -37,6 +37,16 @@ fn block_strategy() -> impl Strategy<Value = Block> {
     })
 }
 
+fn stats(s: [u64; 5]) -> LevelStats {
+    LevelStats {
+        data_bytes: s[0],
+        fence_bytes: s[1],
+        leading_fence_bytes: s[2],
+        inserts: s[3],
+        deletes: s[4],
+    }
+}
+
 fn manifest_strategy() -> impl Strategy<Value = Manifest> {
     (
         any::<[u32; 7]>(),
@@ -62,13 +72,7 @@ fn manifest_strategy() -> impl Strategy<Value = Manifest> {
                     label,
                     file_id,
                     blocks,
-                    stats: LevelStats {
-                        data_bytes: s[0],
-                        fence_bytes: s[1],
-                        leading_fence_bytes: s[2],
-                        inserts: s[3],
-                        deletes: s[4],
-                    },
+                    stats: stats(s),
                 })
                 .collect(),
             top_file: w[5],
@@ -114,13 +118,7 @@ fn progress_strategy() -> impl Strategy<Value = MergeProgress> {
                         label: u64::from(label),
                         file_id,
                         flushed_blocks,
-                        stats: LevelStats {
-                            data_bytes: s[0],
-                            fence_bytes: s[1],
-                            leading_fence_bytes: s[2],
-                            inserts: s[3],
-                            deletes: s[4],
-                        },
+                        stats: stats(s),
                         tail: tail.map(|b| b.entries),
                     })
                     .collect(),

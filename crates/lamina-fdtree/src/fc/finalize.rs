@@ -63,20 +63,14 @@ pub(crate) fn finalize_fc(
             let (n, bytes) = top.absorb_newer(std::mem::take(&mut t.top)).map_err(|r| {
                 Error::corruption("fdtree L_0", 0, format!("adding L_z to L_0: {r}"))
             })?;
-            t.counters.inserts -= n;
-            t.counters.deletes -= n;
-            t.counters.insert_bytes -= bytes;
-            t.counters.cancelled_bytes -= bytes;
+            t.counters.remove_cancelled(n, bytes);
             t.top = top;
         }
         let written: Vec<u32> = dropped.iter().chain(&kept).map(|l| l.file_id).collect();
         let below: Vec<DiskLevel> =
             t.levels.iter().filter(|l| !written.contains(&l.file_id)).cloned().collect();
         t.levels = kept.iter().cloned().chain(below).collect();
-        t.counters.inserts -= cancellations;
-        t.counters.deletes -= cancellations;
-        t.counters.insert_bytes -= cancelled_bytes;
-        t.counters.cancelled_bytes -= cancelled_bytes;
+        t.counters.remove_cancelled(cancellations, cancelled_bytes);
         t.merges.levels_skipped += dropped.len() as u64 + skipped_preemptively;
         t.merges.levels_tightened += tightened;
         if full {

@@ -11,7 +11,6 @@
 //! minus the entries up to the wavefront; `L_0^new`'s modifications are the log records after
 //! `applied_seq`. Byte layout: `docs/format/fdtree-merge-progress.md`.
 
-use lamina_core::checksum::masked_crc32c;
 use lamina_core::codec::{Decode, DecodeError, Encode, Reader, put_bytes, put_varint};
 use lamina_core::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 
@@ -93,22 +92,6 @@ fn get_ptr(r: &mut Reader<'_>) -> Result<Option<BlockPtr>, DecodeError> {
     }
 }
 
-fn put_stats(out: &mut Vec<u8>, s: &LevelStats) {
-    for v in [s.data_bytes, s.fence_bytes, s.leading_fence_bytes, s.inserts, s.deletes] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-}
-
-fn get_stats(r: &mut Reader<'_>) -> Result<LevelStats, DecodeError> {
-    Ok(LevelStats {
-        data_bytes: r.u64()?,
-        fence_bytes: r.u64()?,
-        leading_fence_bytes: r.u64()?,
-        inserts: r.u64()?,
-        deletes: r.u64()?,
-    })
-}
-
 fn count(r: &mut Reader<'_>, max: u64, what: &str) -> Result<usize, DecodeError> {
     let n = r.varint()?;
     if n > max {
@@ -145,7 +128,7 @@ impl MergeProgress {
             put_varint(out, l.label);
             out.extend_from_slice(&l.file_id.to_le_bytes());
             out.extend_from_slice(&l.flushed_blocks.to_le_bytes());
-            put_stats(out, &l.stats);
+            l.stats.encode_to(out);
             match &l.tail {
                 None => out.push(0),
                 Some(entries) => {
@@ -167,28 +150,17 @@ impl MergeProgress {
 
 impl Encode for MergeProgress {
     fn encoded_len(&self) -> usize {
-        let mut v = Vec::new();
-        self.encode_body(&mut v);
-        v.len() + 4
+        crate::sealed::sealed_len(|out| self.encode_body(out))
     }
 
     fn encode_to(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        self.encode_body(out);
-        let crc = masked_crc32c(&out[start..]);
-        out.extend_from_slice(&crc.to_le_bytes());
+        crate::sealed::seal(out, |out| self.encode_body(out));
     }
 }
 
 impl Decode for MergeProgress {
     fn decode(input: &[u8]) -> Result<Self, DecodeError> {
-        if input.len() < 4 {
-            return Err(DecodeError::new(0, "merge progress shorter than its checksum"));
-        }
-        let (body, crc) = input.split_at(input.len() - 4);
-        if masked_crc32c(body) != u32::from_le_bytes(crc.try_into().expect("4 bytes")) {
-            return Err(DecodeError::new(body.len(), "merge progress checksum mismatch"));
-        }
+        let body = crate::sealed::unseal(input, "merge progress")?;
         let mut r = Reader::new(body);
         if r.u32()? != MAGIC {
             return Err(DecodeError::new(0, "not an fdtree merge progress record"));
@@ -230,7 +202,7 @@ impl Decode for MergeProgress {
             let label = r.varint()?;
             let file_id = r.u32()?;
             let flushed_blocks = r.u32()?;
-            let stats = get_stats(&mut r)?;
+            let stats = LevelStats::decode_from(&mut r)?;
             let tail = match r.u8()? {
                 0 => None,
                 1 => {

@@ -165,10 +165,7 @@ impl Tree {
         let (n, bytes) = self.top.absorb_newer(newer).map_err(|r| {
             Error::corruption("fdtree L_0", 0, format!("joining L_0^new after a merge: {r}"))
         })?;
-        self.counters.inserts -= n;
-        self.counters.deletes -= n;
-        self.counters.insert_bytes -= bytes;
-        self.counters.cancelled_bytes -= bytes;
+        self.counters.remove_cancelled(n, bytes);
         outcome
     }
 }

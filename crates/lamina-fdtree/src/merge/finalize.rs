@@ -183,10 +183,7 @@ impl Tree {
         kept.extend(old_below);
         self.levels = kept;
         self.top = top;
-        self.counters.inserts -= cancellations;
-        self.counters.deletes -= cancellations;
-        self.counters.insert_bytes -= cancelled_bytes;
-        self.counters.cancelled_bytes -= cancelled_bytes;
+        self.counters.remove_cancelled(cancellations, cancelled_bytes);
         self.merges.levels_skipped += dropped_new.len() as u64;
         self.merges.levels_tightened += tightened;
         if full {
