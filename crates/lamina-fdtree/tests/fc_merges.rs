@@ -71,6 +71,7 @@ fn lookups_scans_and_writes_on_both_sides_of_the_wavefront() {
     // A few stages in: the wavefront is inside the key space and old blocks are gone.
     for _ in 0..6 {
         db.step_merge();
+        db.with_tree(Tree::verify_wavefront).unwrap().unwrap();
     }
     let wavefront = db.with_tree(|t| t.wavefront_key().map(<[u8]>::to_vec)).unwrap();
     let wavefront = wavefront.expect("the merge is in progress");
@@ -165,6 +166,8 @@ fn old_blocks_are_freed_during_the_merge() {
         |db: &FdTree| db.with_tree(|t| (t.level_blocks(), t.reclaimed_old_blocks())).unwrap();
     let mut max_reclaimed = 0;
     while db.with_tree(Tree::merge_in_progress).unwrap() {
+        // (I7) between any two stages.
+        db.with_tree(Tree::verify_wavefront).unwrap().unwrap();
         db.step_merge();
         max_reclaimed = max_reclaimed.max(stats(&db).1);
     }

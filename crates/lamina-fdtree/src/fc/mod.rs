@@ -42,6 +42,7 @@ pub mod progress;
 mod recover;
 mod run;
 mod state;
+mod verify;
 
 pub use progress::{MergeProgress, NewLevelProgress};
 pub(crate) use run::{FcHooks, run_fc_merge};
