@@ -35,7 +35,11 @@ use crate::store::BlockStore;
 use crate::tree::{Tree, Visible};
 
 /// Bytes of one log segment; segments wholly older than the last checkpoint are removed.
-const LOG_SEGMENT_BYTES: u64 = 8 << 20;
+/// At least 2 MiB, and no less than the log's largest chunk (its buffer's size plus framing):
+/// the log past the last commit is what a crash needs, and whole segments are what
+/// truncation frees, so small segments keep the disk used near the index's own size (the
+/// FD+FC space bound, section 4.5) at the cost of a file creation per 2 MiB of log.
+const LOG_SEGMENT_BYTES: u64 = 2 << 20;
 /// How long a `Sync` write's record may wait in the log buffer for others to join it.
 const LOG_LINGER: Duration = Duration::from_millis(2);
 
@@ -102,8 +106,11 @@ impl FdTree {
             return Ok(Self::start(Tree::new(params, store), storage, None, Durability::None));
         }
         let mut tree = Tree::recover(params, store)?;
+        let chunk_bytes_max = LogOptions::default().chunk_bytes_max().next_multiple_of(4096);
         let log_options = LogOptions {
-            retention: Retention::Truncate { segment_bytes: LOG_SEGMENT_BYTES },
+            retention: Retention::Truncate {
+                segment_bytes: LOG_SEGMENT_BYTES.max(chunk_bytes_max),
+            },
             // The engine waits for syncs itself (after releasing the tree lock).
             durability: match options.durability {
                 Durability::Sync => Durability::Buffered { max_delay: LOG_LINGER },
