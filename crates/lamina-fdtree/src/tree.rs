@@ -85,6 +85,18 @@ pub struct MergeCounts {
     pub levels_tightened: u64,
 }
 
+impl MergeCounts {
+    /// Counts a full merge and whether it grew or shrank the tree.
+    pub fn count_full(&mut self, height_before: usize, height_after: usize) {
+        self.full += 1;
+        match height_after.cmp(&height_before) {
+            std::cmp::Ordering::Greater => self.grew += 1,
+            std::cmp::Ordering::Less => self.shrank += 1,
+            std::cmp::Ordering::Equal => {}
+        }
+    }
+}
+
 /// What the last merge did (for tests and stats).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MergeReport {

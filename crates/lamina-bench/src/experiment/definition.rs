@@ -166,6 +166,36 @@ pub struct EngineTuning {
     pub fdtree_key_bytes_max: Option<usize>,
 }
 
+/// One G_R phase per lookup fraction W_l of [`FDFC_LOOKUP_RATIOS`] (FD+FC section 5:
+/// insertions and deletions split the rest equally), `ops` requests after `preload` keys.
+fn gr_lookup_ratio_phases(
+    seed: u64,
+    preload: u64,
+    ops: u64,
+    runner: RunnerKind,
+    sized: &dyn Fn(WorkloadConfig) -> WorkloadConfig,
+) -> Vec<Phase> {
+    FDFC_LOOKUP_RATIOS
+        .iter()
+        .map(|&lookup_ratio| {
+            let mut w = WorkloadConfig::new(WorkloadKind::Gr, seed);
+            w.preload = preload;
+            let rest = (1.0 - lookup_ratio) / 2.0;
+            w.mix = Mix { weights: [lookup_ratio, rest, rest] };
+            Phase {
+                name: format!("wl-{lookup_ratio:.1}"),
+                role: PhaseRole::LookupRatio { lookup_ratio },
+                workload: sized(w),
+                runner,
+                ops,
+                warmup_ops: (ops / 20).min(10_000),
+                bucket_ops: step_ops(ops, 500),
+                durability: None,
+            }
+        })
+        .collect()
+}
+
 /// What an experiment fixes for its first phase (kept for flag validation).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExperimentPlan {
@@ -307,52 +337,20 @@ impl Experiment {
             }
             Experiment::FdfcVsBtree => {
                 let ops = scale.ops.unwrap_or(200_000);
-                FDFC_LOOKUP_RATIOS
-                    .iter()
-                    .map(|&lookup_ratio| {
-                        let mut w = WorkloadConfig::new(WorkloadKind::Gr, seed);
-                        w.preload = scale.preload.unwrap_or(1_000_000);
-                        let rest = (1.0 - lookup_ratio) / 2.0;
-                        w.mix = Mix { weights: [lookup_ratio, rest, rest] };
-                        Phase {
-                            name: format!("wl-{lookup_ratio:.1}"),
-                            role: PhaseRole::LookupRatio { lookup_ratio },
-                            workload: sized(w),
-                            runner: RunnerKind::Closed { threads: FDFC_THREADS },
-                            ops,
-                            warmup_ops: (ops / 20).min(10_000),
-                            bucket_ops: step_ops(ops, 500),
-                            durability: None,
-                        }
-                    })
-                    .collect()
+                let preload = scale.preload.unwrap_or(1_000_000);
+                let runner = RunnerKind::Closed { threads: FDFC_THREADS };
+                gr_lookup_ratio_phases(seed, preload, ops, runner, &sized)
             }
             Experiment::FdfcFigure6 => {
                 let ops = scale.ops.unwrap_or(2_000_000);
-                FDFC_LOOKUP_RATIOS
-                    .iter()
-                    .map(|&lookup_ratio| {
-                        let mut w = WorkloadConfig::new(WorkloadKind::Gr, seed);
-                        w.preload = scale.preload.unwrap_or(2_000_000);
-                        let rest = (1.0 - lookup_ratio) / 2.0;
-                        w.mix = Mix { weights: [lookup_ratio, rest, rest] };
-                        Phase {
-                            name: format!("wl-{lookup_ratio:.1}"),
-                            role: PhaseRole::LookupRatio { lookup_ratio },
-                            workload: sized(w),
-                            runner: RunnerKind::Open {
-                                readers: FIGURE6_READERS,
-                                writers: FIGURE6_WRITERS,
-                                rate_per_s: None,
-                                queue_slots: FIGURE6_QUEUE_SLOTS,
-                            },
-                            ops,
-                            warmup_ops: (ops / 20).min(10_000),
-                            bucket_ops: step_ops(ops, 500),
-                            durability: None,
-                        }
-                    })
-                    .collect()
+                let preload = scale.preload.unwrap_or(2_000_000);
+                let runner = RunnerKind::Open {
+                    readers: FIGURE6_READERS,
+                    writers: FIGURE6_WRITERS,
+                    rate_per_s: None,
+                    queue_slots: FIGURE6_QUEUE_SLOTS,
+                };
+                gr_lookup_ratio_phases(seed, preload, ops, runner, &sized)
             }
             Experiment::Contest => {
                 let ops = scale.ops.unwrap_or(20_000);

@@ -50,13 +50,7 @@ pub(crate) fn finalize_fc(
         if plan.z > 0 { Some(load_level_as_top(store, &new_levels[plan.z - 1])?) } else { None };
     let mut kept: Vec<DiskLevel> = new_levels.split_off(plan.z);
     let dropped = new_levels;
-    let mut tightened = 0;
-    for (level, &o) in kept.iter_mut().zip(&plan.o[plan.z + 1..]) {
-        if o < level.label {
-            tightened += 1;
-        }
-        level.label = o;
-    }
+    let tightened = plan.apply(&mut kept);
     hooks.with_tree(|t| {
         if let Some(mut top) = lz {
             t.top.remove_all_fences();
@@ -74,12 +68,8 @@ pub(crate) fn finalize_fc(
         t.merges.levels_skipped += dropped.len() as u64 + skipped_preemptively;
         t.merges.levels_tightened += tightened;
         if full {
-            t.merges.full += 1;
-            match t.height().cmp(&height_before) {
-                std::cmp::Ordering::Greater => t.merges.grew += 1,
-                std::cmp::Ordering::Less => t.merges.shrank += 1,
-                std::cmp::Ordering::Equal => {}
-            }
+            let height_after = t.height();
+            t.merges.count_full(height_before, height_after);
         }
         Ok(())
     })?;

@@ -25,6 +25,21 @@ pub struct Relabel {
     pub z: usize,
 }
 
+impl Relabel {
+    /// Gives the levels kept after `L_z` (new levels `z+1..`, in order) their numbers
+    /// `o_i`; returns how many were tightened to a smaller number.
+    pub fn apply(&self, kept: &mut [DiskLevel]) -> u64 {
+        let mut tightened = 0;
+        for (level, &o) in kept.iter_mut().zip(&self.o[self.z + 1..]) {
+            if o < level.label {
+                tightened += 1;
+            }
+            level.label = o;
+        }
+        tightened
+    }
+}
+
 /// Equation 3: `o_i = argmin_j (B(L_i) <= kappa_j and B(L_succ(i)) <= kappa_(j+1))`.
 /// `sizes[i]` is `B(L_i_new)`; `succ_below` is `B(L_succ(m))` (none for a full merge).
 pub fn plan_relabel(
@@ -169,14 +184,8 @@ impl Tree {
             top
         };
         // 2) Relabel the remaining new levels L_(z+1)..L_m as L_(o_i).
-        let mut tightened = 0;
         let mut kept: Vec<DiskLevel> = new_levels.split_off(plan.z);
-        for (level, &o) in kept.iter_mut().zip(&plan.o[plan.z + 1..]) {
-            if o < level.label {
-                tightened += 1;
-            }
-            level.label = o;
-        }
+        let tightened = plan.apply(&mut kept);
         let dropped_new = new_levels; // L_1_new..L_z_new
         let (old_merged, old_below): (Vec<DiskLevel>, Vec<DiskLevel>) =
             std::mem::take(&mut self.levels).into_iter().partition(|l| l.label <= m);
@@ -187,12 +196,7 @@ impl Tree {
         self.merges.levels_skipped += dropped_new.len() as u64;
         self.merges.levels_tightened += tightened;
         if full {
-            self.merges.full += 1;
-            match self.height().cmp(&old_height) {
-                std::cmp::Ordering::Greater => self.merges.grew += 1,
-                std::cmp::Ordering::Less => self.merges.shrank += 1,
-                std::cmp::Ordering::Equal => {}
-            }
+            self.merges.count_full(old_height, self.height());
         }
         // Reclaim the replaced levels. The tree no longer refers to them; a failure leaks
         // a file but leaves the tree consistent, and is reported.
