@@ -7,6 +7,7 @@ mod error;
 mod key_locks;
 mod opaque;
 mod peer;
+mod proc_io;
 mod syncer;
 
 pub(crate) use backend::Backend;
