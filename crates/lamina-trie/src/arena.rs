@@ -88,6 +88,15 @@ impl<T> Arena<T> {
     }
 }
 
+impl<T> Arena<T> {
+    /// Bytes of the blocks the arena holds: what its values cost, the unused end of the
+    /// last block included (for `Stats::memory_bytes`).
+    pub(crate) fn reserved_bytes(&self) -> usize {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.blocks.iter().map(|b| b.layout.size()).sum()
+    }
+}
+
 fn new_block(size: usize) -> Block {
     let align = if size == BLOCK_BYTES_MAX { BLOCK_BYTES_MAX } else { 4096 };
     let layout = Layout::from_size_align(size, align).expect("block layouts are valid");
@@ -102,7 +111,7 @@ fn new_block(size: usize) -> Block {
 
 /// Asks for transparent huge pages on a 2 MiB-aligned block (a hint: where THP is off, or
 /// outside Linux, nothing changes).
-fn advise_huge_pages(ptr: NonNull<u8>, size: usize) {
+pub(crate) fn advise_huge_pages(ptr: NonNull<u8>, size: usize) {
     #[cfg(target_os = "linux")]
     // SAFETY: madvise only reads the range's mapping; the block is ours, aligned and
     // `size` bytes long. Its result is ignored: the advice is an optimization.
@@ -145,5 +154,7 @@ mod tests {
         assert_eq!(sizes[0], BLOCK_BYTES_MIN);
         assert!(sizes.windows(2).all(|w| w[1] == (w[0] * 2).min(BLOCK_BYTES_MAX)), "{sizes:?}");
         assert!(sizes.iter().sum::<usize>() < 20_000 * 144 * 2, "{sizes:?}");
+        drop(state);
+        assert_eq!(arena.reserved_bytes(), sizes.iter().sum::<usize>());
     }
 }
