@@ -6,6 +6,7 @@
 //! - `content`: content nodes, one allocation each (section 2).
 //! - `arena`: inner nodes packed in big blocks, never freed one by one (section 2's memory
 //!   manager, where it pays).
+//! - `huge`: 2 MiB-aligned regions from the OS, advised as transparent huge pages.
 //! - `slab`: content blocks of >= 1 KiB in size classes, carved from 2 MiB huge-page chunks
 //!   (section 2's memory manager, in full for large values).
 //! - `pool`: the slab's per-thread free lists and spans (its fast path).
@@ -25,6 +26,7 @@ mod counter;
 mod engine;
 pub mod fragment;
 mod gate;
+mod huge;
 mod lock;
 mod node;
 mod options;

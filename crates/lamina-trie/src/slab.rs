@@ -20,21 +20,23 @@
 //!    node), a free block in a thread's cache or in this slab's overflow list of its class,
 //!    an uncarved span (a thread's, or parked here), or slack (a span tail shorter than
 //!    the smallest class, never reused).
-//! 3. Chunks are never returned to the operating system while the slab lives: the epoch
+//! 3. Chunks are fresh `mmap`s ([`crate::huge`]), never returned to the operating system
+//!    while the slab lives: the epoch
 //!    collector may free a block after the tree that allocated it is gone, so the memory
 //!    must outlive every tree. The process-wide slab therefore keeps its chunks, reused by
 //!    every later tree, and counts them: mapped bytes = live bytes + [`Slab::idle_bytes`].
 //! 4. Mapped bytes never exceed the slab's limit ([`SLAB_BYTES_MAX`] for the process-wide
-//!    one); past it, callers fall back to the C allocator.
+//!    one); past it, callers fall back to the C allocator. That also bounds every overflow
+//!    list (it holds only blocks of the chunks, by 2) without a bound of its own: a block
+//!    dropped from a full list could never be reused, only stranded.
 
-use std::alloc::{Layout, alloc, dealloc};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use lamina_core::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 
-use crate::arena::advise_huge_pages;
+use crate::huge;
 
 /// Blocks smaller than this come from the C allocator (its per-thread cache is as fast up
 /// to ~1 KiB, and small values gain nothing from huge pages).
@@ -47,7 +49,7 @@ pub(crate) const BLOCK_BYTES_MAX: usize =
 /// Number of size classes.
 pub(crate) const CLASSES: usize = (BLOCK_BYTES_MAX - BLOCK_BYTES_MIN) / CLASS_STEP_BYTES + 1;
 /// Size and alignment of a chunk: one huge page on x86-64 and aarch64 Linux.
-pub(crate) const CHUNK_BYTES: usize = 2 << 20;
+pub(crate) const CHUNK_BYTES: usize = huge::HUGE_PAGE_BYTES;
 /// Most bytes of chunks the process-wide slab maps (invariant 4). Memory it maps is kept
 /// for the process's life (invariant 3), so this also bounds what it can hold idle.
 pub(crate) const SLAB_BYTES_MAX: usize = 1 << 30;
@@ -149,18 +151,20 @@ impl Slab {
             self.shared_idle_bytes.fetch_sub(span.len, Ordering::Relaxed);
             return Some(span);
         }
+        // At the limit every allocation of a class with no free block comes here: a plain
+        // load keeps that path from writing the shared counter.
+        if self.chunks_bytes.load(Ordering::Relaxed) + CHUNK_BYTES > self.chunks_bytes_max {
+            return None;
+        }
         let reserved = self.chunks_bytes.fetch_add(CHUNK_BYTES, Ordering::Relaxed);
         if reserved + CHUNK_BYTES > self.chunks_bytes_max {
             self.chunks_bytes.fetch_sub(CHUNK_BYTES, Ordering::Relaxed);
             return None;
         }
-        let layout = chunk_layout();
-        // SAFETY: the layout has a non-zero size.
-        let Some(start) = NonNull::new(unsafe { alloc(layout) }) else {
+        let Some(start) = huge::map(CHUNK_BYTES) else {
             self.chunks_bytes.fetch_sub(CHUNK_BYTES, Ordering::Relaxed);
             return None;
         };
-        advise_huge_pages(start, CHUNK_BYTES);
         lock(&self.chunks).push(Block(start));
         Some(Span { start, len: CHUNK_BYTES })
     }
@@ -220,18 +224,15 @@ impl Slab {
     }
 }
 
-fn chunk_layout() -> Layout {
-    Layout::from_size_align(CHUNK_BYTES, CHUNK_BYTES).expect("a valid chunk layout")
-}
-
 impl Drop for Slab {
     /// Frees the chunks (never runs for [`GLOBAL`]; a slab is dropped only when nothing
     /// can hold its blocks any more).
     fn drop(&mut self) {
         let chunks = self.chunks.get_mut().unwrap_or_else(PoisonError::into_inner);
         for chunk in chunks.drain(..) {
-            // SAFETY: allocated in `take_span` with this layout, freed once (drained).
-            unsafe { dealloc(chunk.0.as_ptr(), chunk_layout()) };
+            // SAFETY: mapped in `take_span` with this size, freed once (drained); the slab
+            // is dropped, so no block of it is in use.
+            unsafe { huge::unmap(chunk.0, CHUNK_BYTES) };
         }
     }
 }
