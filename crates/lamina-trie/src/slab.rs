@@ -183,7 +183,8 @@ impl Slab {
         let taken = count.min(list.len());
         let keep = list.len() - taken;
         out.extend(list.drain(keep..));
-        drop(list);
+        // Under the lock: the giver added these bytes before it released it, so the counter
+        // never goes below zero.
         self.shared_idle_bytes.fetch_sub(taken * class_bytes(class), Ordering::Relaxed);
         taken
     }
@@ -194,7 +195,6 @@ impl Slab {
         let before = list.len();
         list.extend(blocks);
         let given = list.len() - before;
-        drop(list);
         self.shared_idle_bytes.fetch_add(given * class_bytes(class), Ordering::Relaxed);
     }
 
@@ -218,9 +218,12 @@ impl Slab {
     /// Bytes of chunks not in a live block: free blocks, spans and slack (invariant 2),
     /// wherever they are. A snapshot: threads update their counters without a lock.
     pub(crate) fn idle_bytes(&self) -> usize {
-        let threads: usize =
-            lock(&self.thread_idle).iter().map(|c| c.load(Ordering::Relaxed)).sum();
-        self.shared_idle_bytes.load(Ordering::Relaxed) + threads
+        // Saturating: the snapshot may count a block moving between a thread and the
+        // overflow twice; it never misses bytes that stay put.
+        let threads = lock(&self.thread_idle)
+            .iter()
+            .fold(0usize, |sum, c| sum.saturating_add(c.load(Ordering::Relaxed)));
+        self.shared_idle_bytes.load(Ordering::Relaxed).saturating_add(threads)
     }
 }
 
