@@ -17,10 +17,12 @@ use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::ptr::NonNull;
 use std::sync::{Mutex, PoisonError};
 
+use crate::huge;
+
 /// Size of the first block.
 const BLOCK_BYTES_MIN: usize = 16 << 10;
 /// Size (and alignment) of the largest blocks: one huge page on x86-64 and aarch64 Linux.
-pub(crate) const BLOCK_BYTES_MAX: usize = 2 << 20;
+pub(crate) const BLOCK_BYTES_MAX: usize = huge::HUGE_PAGE_BYTES;
 
 #[derive(Debug)]
 struct Block {
@@ -88,29 +90,28 @@ impl<T> Arena<T> {
     }
 }
 
+impl<T> Arena<T> {
+    /// Bytes of the blocks the arena holds: what its values cost, the unused end of the
+    /// last block included (for `Stats::memory_bytes`).
+    pub(crate) fn reserved_bytes(&self) -> usize {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.blocks.iter().map(|b| b.layout.size()).sum()
+    }
+}
+
+/// A block of `size` bytes: the largest ones are huge-page regions of their own
+/// ([`crate::huge`]), the small first ones come from the C allocator.
 fn new_block(size: usize) -> Block {
     let align = if size == BLOCK_BYTES_MAX { BLOCK_BYTES_MAX } else { 4096 };
     let layout = Layout::from_size_align(size, align).expect("block layouts are valid");
-    // SAFETY: the layout has a non-zero size.
-    let raw = unsafe { alloc(layout) };
+    let raw = if size == BLOCK_BYTES_MAX {
+        huge::map(size).map_or(std::ptr::null_mut(), NonNull::as_ptr)
+    } else {
+        // SAFETY: the layout has a non-zero size.
+        unsafe { alloc(layout) }
+    };
     let Some(ptr) = NonNull::new(raw) else { handle_alloc_error(layout) };
-    if size == BLOCK_BYTES_MAX {
-        advise_huge_pages(ptr, size);
-    }
     Block { ptr, layout }
-}
-
-/// Asks for transparent huge pages on a 2 MiB-aligned block (a hint: where THP is off, or
-/// outside Linux, nothing changes).
-fn advise_huge_pages(ptr: NonNull<u8>, size: usize) {
-    #[cfg(target_os = "linux")]
-    // SAFETY: madvise only reads the range's mapping; the block is ours, aligned and
-    // `size` bytes long. Its result is ignored: the advice is an optimization.
-    unsafe {
-        libc::madvise(ptr.as_ptr().cast(), size, libc::MADV_HUGEPAGE);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (ptr, size);
 }
 
 impl<T> Drop for Arena<T> {
@@ -119,8 +120,13 @@ impl<T> Drop for Arena<T> {
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
         for block in state.blocks.drain(..) {
-            // SAFETY: allocated in `new_block` with this layout, freed once (drained).
-            unsafe { dealloc(block.ptr.as_ptr(), block.layout) };
+            if block.layout.size() == BLOCK_BYTES_MAX {
+                // SAFETY: mapped in `new_block` with this size, freed once (drained).
+                unsafe { huge::unmap(block.ptr, BLOCK_BYTES_MAX) };
+            } else {
+                // SAFETY: allocated in `new_block` with this layout, freed once (drained).
+                unsafe { dealloc(block.ptr.as_ptr(), block.layout) };
+            }
         }
     }
 }
@@ -145,5 +151,7 @@ mod tests {
         assert_eq!(sizes[0], BLOCK_BYTES_MIN);
         assert!(sizes.windows(2).all(|w| w[1] == (w[0] * 2).min(BLOCK_BYTES_MAX)), "{sizes:?}");
         assert!(sizes.iter().sum::<usize>() < 20_000 * 144 * 2, "{sizes:?}");
+        drop(state);
+        assert_eq!(arena.reserved_bytes(), sizes.iter().sum::<usize>());
     }
 }

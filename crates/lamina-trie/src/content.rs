@@ -8,23 +8,28 @@
 //! immutable (read-copy-update) and freed only through epoch reclamation
 //! ([`crate::node::retire_content`]).
 
-use std::alloc::{Layout, alloc, handle_alloc_error};
+use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use crate::pool;
+use crate::{pool, slab};
 
 /// The fixed part of a content node. The key and value bytes follow it.
 #[repr(C, align(8))]
 #[derive(Debug)]
 pub(crate) struct Header {
     seq: u64,
-    key_len: u32,
+    key_len: u16,
+    /// Where the block came from: 0 for the C allocator (exact layout), `c + 1` for the
+    /// slab's size class `c` ([`crate::slab`]).
+    block_class: u16,
     value_len: u32,
 }
 
 const HEADER_BYTES: usize = std::mem::size_of::<Header>();
 const _: () = assert!(HEADER_BYTES == 16 && std::mem::align_of::<Header>() == 8);
+const _: () = assert!(lamina_core::limits::KEY_BYTES_MAX <= u16::MAX as usize);
+const _: () = assert!(slab::CLASSES < u16::MAX as usize);
 
 /// Per-allocation bookkeeping of a typical malloc, for memory estimates.
 pub(crate) const ALLOCATOR_OVERHEAD_BYTES: usize = 16;
@@ -48,22 +53,28 @@ impl std::fmt::Debug for ContentBox {
 impl ContentBox {
     /// A new node holding `key`, `value` and `seq`.
     pub(crate) fn new(key: &[u8], value: &[u8], seq: u64) -> ContentBox {
-        let key_len = u32::try_from(key.len()).expect("keys are at most 1024 bytes");
+        let key_len = u16::try_from(key.len()).expect("keys are at most 1024 bytes");
         let value_len = u32::try_from(value.len()).expect("values are at most 4096 bytes");
         let layout = layout(key.len(), value.len());
-        let raw = match pool::take(layout) {
-            Some(block) => block.as_ptr(),
+        // Blocks of >= 1 KiB from the huge-page slab, in the class rounding the size up.
+        let from_slab =
+            slab::class_of(layout.size()).and_then(|class| Some((pool::alloc(class)?, class)));
+        let (raw, block_class) = match from_slab {
+            Some((block, class)) => {
+                (block.as_ptr(), u16::try_from(class + 1).expect("classes fit in u16"))
+            }
             // SAFETY: the layout's size is at least HEADER_BYTES > 0.
-            None => unsafe { alloc(layout) },
+            None => (unsafe { alloc(layout) }, 0),
         };
         #[allow(clippy::cast_ptr_alignment)] // the layout asks for Header's alignment, 8
         let raw = raw.cast::<Header>();
         let Some(ptr) = NonNull::new(raw) else { handle_alloc_error(layout) };
-        // SAFETY: `ptr` is a fresh block of `layout.size()` bytes aligned to 8: the header
+        // SAFETY: `ptr` is a fresh block of at least `layout.size()` bytes (a slab class
+        // rounds the size up) aligned to 8 (slab blocks to 64): the header
         // fits at its start and the key and value bytes right after, within the block;
         // the sources are caller slices, which cannot overlap a fresh block.
         unsafe {
-            ptr.as_ptr().write(Header { seq, key_len, value_len });
+            ptr.as_ptr().write(Header { seq, key_len, block_class, value_len });
             let data = ptr.as_ptr().cast::<u8>().add(HEADER_BYTES);
             std::ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
             std::ptr::copy_nonoverlapping(value.as_ptr(), data.add(key.len()), value.len());
@@ -101,13 +112,18 @@ impl ContentBox {
 
 impl Drop for ContentBox {
     fn drop(&mut self) {
-        // Large blocks go to this thread's free list (crate::pool) rather than to malloc.
-        // SAFETY: we own the block; its header is initialized and names the lengths it was
-        // allocated with, so the layout is the allocation's.
-        unsafe {
-            let header = self.ptr.as_ref();
-            let layout = layout(header.key_len as usize, header.value_len as usize);
-            pool::recycle(self.ptr.cast::<u8>(), layout);
+        // SAFETY: we own the node; its header is initialized.
+        let header = unsafe { self.ptr.as_ref() };
+        match header.block_class {
+            0 => {
+                let layout = layout(usize::from(header.key_len), header.value_len as usize);
+                // SAFETY: class 0 marks a block from `alloc` with exactly this layout (the
+                // header names the lengths it was allocated with); we own it.
+                unsafe { dealloc(self.ptr.as_ptr().cast(), layout) };
+            }
+            // SAFETY: a non-zero class marks a block from `pool::alloc(class - 1)`; we own
+            // it, and it goes to this thread's free list (crate::pool) for the next node.
+            class => unsafe { pool::free(self.ptr.cast(), usize::from(class) - 1) },
         }
     }
 }
@@ -162,12 +178,12 @@ impl<'a> Content<'a> {
     }
 
     pub(crate) fn key(self) -> &'a [u8] {
-        self.bytes(0, self.header().key_len as usize)
+        self.bytes(0, usize::from(self.header().key_len))
     }
 
     pub(crate) fn value(self) -> &'a [u8] {
         let header = self.header();
-        self.bytes(header.key_len as usize, header.value_len as usize)
+        self.bytes(usize::from(header.key_len), header.value_len as usize)
     }
 
     /// Sequence number of the write that produced this version of the key.
@@ -175,13 +191,21 @@ impl<'a> Content<'a> {
         self.header().seq
     }
 
-    /// Bytes of memory the node holds (block and an allocator overhead estimate).
+    /// Bytes of memory the node holds: its slab block (class-rounded; the slab's idle bytes
+    /// are counted apart, [`crate::pool::idle_bytes`]), or its C allocation plus an overhead
+    /// estimate.
     pub(crate) fn memory_bytes(self) -> u64 {
         let header = self.header();
-        (HEADER_BYTES
-            + header.key_len as usize
-            + header.value_len as usize
-            + ALLOCATOR_OVERHEAD_BYTES) as u64
+        let bytes = match header.block_class {
+            0 => {
+                HEADER_BYTES
+                    + usize::from(header.key_len)
+                    + header.value_len as usize
+                    + ALLOCATOR_OVERHEAD_BYTES
+            }
+            class => slab::class_bytes(usize::from(class) - 1),
+        };
+        bytes as u64
     }
 }
 
@@ -199,11 +223,15 @@ mod tests {
         let raw = owned.into_raw();
         // SAFETY: `raw` came from into_raw and is still owned by nobody else.
         let view = unsafe { Content::from_ptr(raw) };
-        assert_eq!(view.memory_bytes(), 16 + 3 + 4096 + 16);
+        assert_eq!(view.memory_bytes(), 4160, "a slab block, class-rounded");
         // SAFETY: as above; taken back exactly once.
         drop(unsafe { ContentBox::from_raw(raw) });
         let empty = ContentBox::new(&[0u8; 1024], b"", 0);
         assert_eq!(empty.as_content().key().len(), 1024);
         assert!(empty.as_content().value().is_empty());
+        assert_eq!(empty.as_content().memory_bytes(), 1088);
+        let small = ContentBox::new(b"k", b"v", 0);
+        assert_eq!(small.as_content().memory_bytes(), 16 + 2 + 16, "from malloc");
+        assert_eq!(small.as_content().value(), b"v");
     }
 }

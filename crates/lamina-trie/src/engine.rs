@@ -234,6 +234,10 @@ impl OrderedIndex for TrieEngine {
             ("inner_nodes", counters.inner_nodes),
             ("seq_last", counters.seq_last),
             ("prefix_bits", u64::from(self.options.prefix_bits)),
+            // The content-block allocator is process-wide (crate::slab): its chunks, and the
+            // part of them not in a live block (included in `memory_bytes`).
+            ("content_chunks_bytes", crate::pool::chunks_bytes() as u64),
+            ("content_idle_bytes", crate::pool::idle_bytes() as u64),
         ];
         if let Some(durable) = &self.durable {
             stats.io = durable.log.storage().io_stats();

@@ -6,7 +6,10 @@
 //! - `content`: content nodes, one allocation each (section 2).
 //! - `arena`: inner nodes packed in big blocks, never freed one by one (section 2's memory
 //!   manager, where it pays).
-//! - `pool`: per-thread free lists of large content blocks (section 2's memory manager).
+//! - `huge`: 2 MiB-aligned regions from the OS, advised as transparent huge pages.
+//! - `slab`: content blocks of >= 1 KiB in size classes, carved from 2 MiB huge-page chunks
+//!   (section 2's memory manager, in full for large values).
+//! - `pool`: the slab's per-thread free lists and spans (its fast path).
 //! - `node`: inner nodes, tagged slot pointers, epoch reclamation (section 2).
 //! - `lock`: the 4-byte per-node spinlock (section 2).
 //! - `tree`: lookups, single-lock writes with re-validation, dynamic expansion (section 2).
@@ -23,11 +26,13 @@ mod counter;
 mod engine;
 pub mod fragment;
 mod gate;
+mod huge;
 mod lock;
 mod node;
 mod options;
 mod pool;
 mod scan;
+mod slab;
 mod sync;
 mod tree;
 

@@ -83,8 +83,8 @@ impl<const FANOUT: usize> Inner<FANOUT> {
         }
     }
 
-    /// Bytes of memory one inner node holds (packed in the arena: no allocator overhead;
-    /// the root's is not worth counting apart).
+    /// Bytes of memory one inner node holds (the root's box; the others are counted by
+    /// their arena's blocks).
     pub(crate) const fn memory_bytes() -> u64 {
         std::mem::size_of::<Self>() as u64
     }

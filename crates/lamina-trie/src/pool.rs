@@ -1,150 +1,248 @@
-//! Per-thread recycling of content-node blocks (the paper's section 2 memory manager: "we
-//! implemented a userland memory manager ... memory is recycled"), for blocks larger than
-//! what the C allocator's own per-thread cache serves.
+//! The per-thread half of the content-block allocator (paper section 2: "we implemented a
+//! userland memory manager ... memory is recycled"): each thread keeps free lists per size
+//! class and carves new blocks from its own span of a huge-page chunk ([`crate::slab`]).
 //!
-//! Every put allocates a content node and, one epoch later, frees the one it replaced. For
-//! values near 1 KiB and up, glibc's per-thread cache (blocks up to 1032 bytes) no longer
-//! applies, and each `malloc`/`free` pair goes through the arena's bins with consolidation
-//! (`unlink_chunk`, `_int_free` were ~15% of the trie's samples at 1 KiB values). Here a
-//! block freed by the epoch collector goes onto the collecting thread's free list for its
-//! exact size, and the next content node of that size on that thread takes it back.
+//! Every put allocates a content node and, one epoch later, frees the one it replaced. The
+//! freed block goes onto the free list of the thread that runs the epoch collector, and the
+//! next content node of that class on that thread takes it back: no lock, no atomic
+//! read-modify-write. Blocks cross threads through the slab's overflow lists, in batches.
 //!
-//! Safety is unchanged: a block enters a list only from the deferred free, i.e. after every
-//! reader that could hold it has unpinned, exactly when it would have gone back to
-//! `malloc`. Bounded: at most [`POOL_BYTES_MAX`] per thread and [`POOL_SIZES_MAX`] distinct
-//! sizes; beyond that, blocks go back to the allocator. A thread's lists are freed when it
-//! exits.
+//! # Invariants
+//!
+//! 1. A block enters a free list only from [`free`], i.e. after its content node is
+//!    dropped (for a published node: after the epoch collector established that no reader
+//!    can hold it), exactly when it would otherwise have gone back to `malloc`.
+//! 2. A thread's lists hold at most [`CACHE_BYTES_MAX`] bytes (beyond that, half of the
+//!    largest list spills to the slab's overflow); its `idle` counter always equals its
+//!    free bytes plus its span's length once an operation returns.
+//! 3. When a thread exits, its free blocks and its span go to the slab; nothing is lost.
 
-use std::alloc::{Layout, dealloc};
 use std::cell::RefCell;
 use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Blocks of at least this many bytes are recycled (smaller ones: the C allocator's
-/// per-thread cache is as fast).
-pub(crate) const RECYCLE_BYTES_MIN: usize = 1024;
+use crate::slab::{self, Block, CLASSES, Span, class_bytes};
+
 /// Most bytes of free blocks one thread keeps.
-pub(crate) const POOL_BYTES_MAX: usize = 4 << 20;
-/// Most distinct block sizes one thread keeps lists for.
-pub(crate) const POOL_SIZES_MAX: usize = 8;
+pub(crate) const CACHE_BYTES_MAX: usize = 4 << 20;
+/// Most blocks a thread takes from the slab's overflow at once.
+pub(crate) const REFILL_BLOCKS: usize = 32;
 
-struct SizeList {
-    layout: Layout,
-    blocks: Vec<NonNull<u8>>,
+struct Cache {
+    lists: [Vec<Block>; CLASSES],
+    free_bytes: usize,
+    span: Option<Span>,
+    idle: Arc<AtomicUsize>,
 }
 
-#[derive(Default)]
-struct Pool {
-    lists: Vec<SizeList>,
-    bytes: usize,
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        for list in &mut self.lists {
-            for block in list.blocks.drain(..) {
-                // SAFETY: every pooled block was allocated with its list's layout and is
-                // owned by the pool alone.
-                unsafe { dealloc(block.as_ptr(), list.layout) };
-            }
+impl Cache {
+    fn new() -> Cache {
+        Cache {
+            lists: std::array::from_fn(|_| Vec::new()),
+            free_bytes: 0,
+            span: None,
+            idle: slab::GLOBAL.register_thread(),
         }
+    }
+
+    fn publish_idle(&self) {
+        let span = self.span.as_ref().map_or(0, |s| s.len);
+        self.idle.store(self.free_bytes + span, Ordering::Relaxed);
+    }
+
+    fn alloc(&mut self, class: usize) -> Option<NonNull<u8>> {
+        let bytes = class_bytes(class);
+        if self.lists[class].is_empty() {
+            let taken = slab::GLOBAL.take_blocks(class, &mut self.lists[class], REFILL_BLOCKS);
+            self.free_bytes += taken * bytes;
+        }
+        let block = match self.lists[class].pop() {
+            Some(block) => {
+                self.free_bytes -= bytes;
+                Some(block)
+            }
+            None => self.carve(bytes),
+        };
+        self.publish_idle();
+        block.map(|b| b.0)
+    }
+
+    /// A new block from this thread's span; when the span is too short, its rest becomes a
+    /// free block of the class it fills exactly (spans and classes are multiples of the
+    /// step) or slack, and the thread takes a new span.
+    fn carve(&mut self, bytes: usize) -> Option<Block> {
+        loop {
+            if let Some(block) = self.span.as_mut().and_then(|s| s.carve(bytes)) {
+                return Some(block);
+            }
+            if let Some(mut rest) = self.span.take() {
+                match slab::class_of(rest.len) {
+                    Some(class) => {
+                        assert_eq!(class_bytes(class), rest.len, "spans are whole steps");
+                        let block = rest.carve(rest.len).expect("carves its whole length");
+                        self.lists[class].push(block);
+                        self.free_bytes += class_bytes(class);
+                    }
+                    _ => slab::GLOBAL.give_span(rest),
+                }
+            }
+            self.span = Some(slab::GLOBAL.take_span()?);
+        }
+    }
+
+    fn free(&mut self, block: Block, class: usize) {
+        self.lists[class].push(block);
+        self.free_bytes += class_bytes(class);
+        while self.free_bytes > CACHE_BYTES_MAX {
+            let (largest, _) = (0..CLASSES)
+                .map(|c| (c, self.lists[c].len() * class_bytes(c)))
+                .max_by_key(|&(_, b)| b)
+                .expect("there are classes");
+            let list = &mut self.lists[largest];
+            let spilled = list.len().div_ceil(2);
+            let keep = list.len() - spilled;
+            slab::GLOBAL.give_blocks(largest, list.drain(keep..));
+            self.free_bytes -= spilled * class_bytes(largest);
+        }
+        self.publish_idle();
+    }
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        for (class, list) in self.lists.iter_mut().enumerate() {
+            slab::GLOBAL.give_blocks(class, list.drain(..));
+        }
+        if let Some(span) = self.span.take() {
+            slab::GLOBAL.give_span(span);
+        }
+        self.free_bytes = 0;
+        slab::GLOBAL.unregister_thread(&self.idle);
     }
 }
 
 thread_local! {
-    static POOL: RefCell<Pool> = RefCell::new(Pool::default());
+    static CACHE: RefCell<Option<Cache>> = const { RefCell::new(None) };
 }
 
-/// A free block of exactly `layout`, if this thread has one.
-pub(crate) fn take(layout: Layout) -> Option<NonNull<u8>> {
-    if layout.size() < RECYCLE_BYTES_MIN {
-        return None;
+/// A block of class `class` (`None`: the slab is at its limit; use the C allocator).
+pub(crate) fn alloc(class: usize) -> Option<NonNull<u8>> {
+    let from_cache = CACHE.try_with(|cache| {
+        let mut cache = cache.try_borrow_mut().ok()?;
+        Some(cache.get_or_insert_with(Cache::new).alloc(class))
+    });
+    match from_cache {
+        Ok(Some(block)) => block,
+        // The thread is exiting (its cache is gone): straight from the overflow.
+        _ => {
+            let mut out = Vec::with_capacity(1);
+            slab::GLOBAL.take_blocks(class, &mut out, 1);
+            out.pop().map(|b| b.0)
+        }
     }
-    POOL.try_with(|pool| {
-        let mut pool = pool.try_borrow_mut().ok()?;
-        let list = pool.lists.iter_mut().find(|l| l.layout == layout)?;
-        let block = list.blocks.pop()?;
-        pool.bytes -= layout.size();
-        Some(block)
-    })
-    .ok()
-    .flatten()
 }
 
-/// Frees `block` (allocated with `layout`), keeping it for reuse on this thread if there is
-/// room.
+/// Frees `block` (of class `class`) for reuse, on this thread first.
 ///
 /// # Safety
 ///
-/// `block` was allocated by the global allocator with `layout` (or handed out by [`take`]
-/// for `layout`), and nobody else owns or uses it.
-pub(crate) unsafe fn recycle(block: NonNull<u8>, layout: Layout) {
-    let kept = layout.size() >= RECYCLE_BYTES_MIN
-        && POOL
-            .try_with(|pool| {
-                let Ok(mut pool) = pool.try_borrow_mut() else { return false };
-                if pool.bytes + layout.size() > POOL_BYTES_MAX {
-                    return false;
-                }
-                let index = match pool.lists.iter().position(|l| l.layout == layout) {
-                    Some(index) => index,
-                    None if pool.lists.len() < POOL_SIZES_MAX => {
-                        pool.lists.push(SizeList { layout, blocks: Vec::new() });
-                        pool.lists.len() - 1
-                    }
-                    None => return false,
-                };
-                pool.lists[index].blocks.push(block);
-                pool.bytes += layout.size();
-                true
-            })
-            .unwrap_or(false);
-    if !kept {
-        // SAFETY: the caller passes ownership of a block allocated with `layout`.
-        unsafe { dealloc(block.as_ptr(), layout) };
+/// `block` came from [`alloc`] for `class`, and nobody else owns or uses it any more.
+pub(crate) unsafe fn free(block: NonNull<u8>, class: usize) {
+    let mut block = Some(Block(block));
+    let _ = CACHE.try_with(|cache| {
+        if let Ok(mut cache) = cache.try_borrow_mut() {
+            let block = block.take().expect("taken once");
+            cache.get_or_insert_with(Cache::new).free(block, class);
+        }
+    });
+    if let Some(block) = block {
+        slab::GLOBAL.give_blocks(class, [block]);
     }
+}
+
+/// Bytes of chunks the process-wide allocator has mapped (shared by every tree).
+pub(crate) fn chunks_bytes() -> usize {
+    slab::GLOBAL.chunks_bytes()
+}
+
+/// Bytes the process-wide allocator holds outside live blocks (shared by every tree).
+pub(crate) fn idle_bytes() -> usize {
+    slab::GLOBAL.idle_bytes()
 }
 
 #[cfg(all(test, not(feature = "shuttle")))]
 mod tests {
-    use super::*;
+    use std::collections::HashSet;
 
-    fn block(layout: Layout) -> NonNull<u8> {
-        // SAFETY: non-zero size.
-        NonNull::new(unsafe { std::alloc::alloc(layout) }).unwrap()
+    use super::*;
+    use crate::slab::{CLASS_STEP_BYTES, class_of};
+
+    /// A class no other test of this binary allocates (the slab is process-wide).
+    fn private_class(n: usize) -> usize {
+        class_of(2048 + CLASS_STEP_BYTES * (7 + n)).unwrap()
+    }
+
+    fn cache_state() -> (usize, usize, usize) {
+        CACHE.with(|c| {
+            let c = c.borrow();
+            let c = c.as_ref().unwrap();
+            let span = c.span.as_ref().map_or(0, |s| s.len);
+            (c.free_bytes, span, c.idle.load(Ordering::Relaxed))
+        })
     }
 
     #[test]
-    fn recycles_exact_sizes_within_bounds() {
+    fn a_freed_block_is_reused_on_the_same_thread() {
         std::thread::spawn(|| {
-            let big = Layout::from_size_align(4112, 8).unwrap();
-            let small = Layout::from_size_align(64, 8).unwrap();
-            assert!(take(big).is_none());
-            let b = block(big);
-            // SAFETY: freshly allocated with `big`, owned here.
-            unsafe { recycle(b, big) };
-            assert_eq!(take(Layout::from_size_align(4104, 8).unwrap()), None);
-            assert_eq!(take(big), Some(b));
-            let s = block(small);
-            // SAFETY: as above; too small to keep, so it is freed.
-            unsafe { recycle(s, small) };
-            assert_eq!(take(small), None);
-            // The byte bound: fill the pool, the rest goes back to the allocator.
-            let n = POOL_BYTES_MAX / big.size() + 10;
-            for _ in 0..n {
-                // SAFETY: as above.
-                unsafe { recycle(block(big), big) };
+            let class = private_class(0);
+            let a = alloc(class).unwrap();
+            assert_eq!(a.as_ptr() as usize % CLASS_STEP_BYTES, 0);
+            let b = alloc(class).unwrap();
+            assert_ne!(a, b);
+            // SAFETY: `a` came from `alloc` for `class` and is not used again.
+            unsafe { free(a, class) };
+            assert_eq!(alloc(class), Some(a));
+            let (free_bytes, span, idle) = cache_state();
+            assert_eq!(idle, free_bytes + span, "the idle counter is current");
+            // SAFETY: as above.
+            unsafe { free(a, class) };
+            // SAFETY: as above.
+            unsafe { free(b, class) };
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn blocks_freed_on_one_thread_serve_another_and_the_cache_is_bounded() {
+        let class = private_class(1);
+        let count = CACHE_BYTES_MAX / class_bytes(class) + 100;
+        let freed: HashSet<usize> = std::thread::spawn(move || {
+            let blocks: Vec<NonNull<u8>> = (0..count).map(|_| alloc(class).unwrap()).collect();
+            let addresses = blocks.iter().map(|b| b.as_ptr() as usize).collect();
+            for block in blocks {
+                // SAFETY: from `alloc` for `class`, freed once.
+                unsafe { free(block, class) };
+                let (free_bytes, span, idle) = cache_state();
+                assert!(free_bytes <= CACHE_BYTES_MAX, "the per-thread bound holds");
+                assert_eq!(idle, free_bytes + span);
             }
-            let kept = std::iter::from_fn(|| take(big)).count();
-            assert_eq!(kept, POOL_BYTES_MAX / big.size());
-            // The size bound.
-            for size in 0..POOL_SIZES_MAX + 3 {
-                let layout = Layout::from_size_align(2048 + 8 * size, 8).unwrap();
-                // SAFETY: as above.
-                unsafe { recycle(block(layout), layout) };
+            addresses
+            // The thread exits: its cache gives every block to the slab.
+        })
+        .join()
+        .unwrap();
+        assert_eq!(freed.len(), count, "no block handed out twice");
+        std::thread::spawn(move || {
+            let again: Vec<NonNull<u8>> = (0..count).map(|_| alloc(class).unwrap()).collect();
+            for block in &again {
+                assert!(freed.contains(&(block.as_ptr() as usize)), "reused, not carved");
             }
-            let last = Layout::from_size_align(2048 + 8 * (POOL_SIZES_MAX + 2), 8).unwrap();
-            assert_eq!(take(last), None);
-            // What is left is freed at thread exit (Miri or ASan would report a leak).
+            for block in again {
+                // SAFETY: as above.
+                unsafe { free(block, class) };
+            }
         })
         .join()
         .unwrap();

@@ -288,7 +288,13 @@ impl<const FANOUT: usize> Trie<FANOUT> {
         let inner_nodes = self.inner_nodes.get();
         TreeCounters {
             keys: self.keys.get(),
-            memory_bytes: self.content_bytes.get() + inner_nodes * Inner::<FANOUT>::memory_bytes(),
+            // Live content blocks, the root, the arena's blocks (the nodes and the unused
+            // end of the last block), and what the process-wide content allocator holds idle
+            // (shared with any other tree in the process; see crate::slab).
+            memory_bytes: self.content_bytes.get()
+                + Inner::<FANOUT>::memory_bytes()
+                + self.arena.reserved_bytes() as u64
+                + crate::pool::idle_bytes() as u64,
             inner_nodes,
             seq_last: self.seq_last.load(Ordering::Relaxed),
         }
