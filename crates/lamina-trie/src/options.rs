@@ -98,6 +98,7 @@ impl TrieOptions {
             buffer_bytes: self.log_buffer_bytes,
             linger_max: self.log_linger_max,
             file_prefix: LOG_FILE_PREFIX.to_string(),
+            ..LogOptions::default()
         }
     }
 

@@ -24,6 +24,10 @@ pub const BUFFER_BYTES_DEFAULT: usize = 1 << 20;
 pub const LINGER_DEFAULT: Duration = Duration::from_millis(5);
 /// Longest group-commit timeout accepted.
 pub const LINGER_MAX: Duration = Duration::from_millis(100);
+/// Default of [`LogOptions::sync_wait_yield_max`].
+pub const SYNC_WAIT_YIELD_DEFAULT: Duration = Duration::from_micros(500);
+/// Longest [`LogOptions::sync_wait_yield_max`] accepted.
+pub const SYNC_WAIT_YIELD_MAX: Duration = Duration::from_millis(10);
 /// Default segment size of a truncate-mode log (64 MiB).
 pub const SEGMENT_BYTES_DEFAULT: u64 = 64 << 20;
 
@@ -60,6 +64,15 @@ pub struct LogOptions {
     pub linger_max: Duration,
     /// File name prefix: files are `{prefix}.ring` or `{prefix}-{index:016x}.seg`.
     pub file_prefix: String,
+    /// How long a `Sync` appender waiting for its chunk's sync yields its core
+    /// (`sched_yield`) before it sleeps, as long as more appenders wait than the machine has
+    /// cores. A thread that yields needs no wake-up when the sync completes (a sleeping one
+    /// costs a futex wake and often an interrupt to an idle core, which in a VM is a
+    /// hypervisor exit), and with more waiters than cores the cores it yields to have other
+    /// threads to run or would otherwise idle until the sync ends. With fewer waiters than
+    /// cores an appender sleeps at once, so a lone writer never spins. Zero disables.
+    /// Measured on the contest workload: `docs/results/trie.md`.
+    pub sync_wait_yield_max: Duration,
 }
 
 impl Default for LogOptions {
@@ -70,6 +83,7 @@ impl Default for LogOptions {
             buffer_bytes: BUFFER_BYTES_DEFAULT,
             linger_max: LINGER_DEFAULT,
             file_prefix: "wal".to_string(),
+            sync_wait_yield_max: SYNC_WAIT_YIELD_DEFAULT,
         }
     }
 }
@@ -108,6 +122,12 @@ impl LogOptions {
             return Err(Error::option(
                 "linger_max",
                 format!("{:?} is over {LINGER_MAX:?}", self.linger_max),
+            ));
+        }
+        if self.sync_wait_yield_max > SYNC_WAIT_YIELD_MAX {
+            return Err(Error::option(
+                "sync_wait_yield_max",
+                format!("{:?} is over {SYNC_WAIT_YIELD_MAX:?}", self.sync_wait_yield_max),
             ));
         }
         let prefix_ok = !self.file_prefix.is_empty()
@@ -178,5 +198,8 @@ mod tests {
         assert!(ring.validate().unwrap_err().to_string().contains("capacity_bytes"));
         let prefix = LogOptions { file_prefix: "a/b".into(), ..LogOptions::default() };
         assert!(prefix.validate().is_err());
+        let spin =
+            LogOptions { sync_wait_yield_max: SYNC_WAIT_YIELD_MAX * 2, ..LogOptions::default() };
+        assert!(spin.validate().unwrap_err().to_string().contains("sync_wait_yield_max"));
     }
 }
