@@ -400,3 +400,20 @@ fn first_lap_zero_fills_the_sparse_ring_ahead_of_the_writer() {
     let (_log, model) = open_with_model(storage, options).unwrap();
     assert_eq!(model.snapshot(), expected);
 }
+
+/// A lone `Sync` writer never yields its core while it waits (fewer waiters than cores, or
+/// as many on a one-core machine): it parks and is woken, so it spins in vain never.
+#[test]
+fn a_lone_sync_writer_sleeps_instead_of_yielding() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let options = small_options(small_ring(), Durability::Sync);
+    assert!(!options.sync_wait_yield_max.is_zero(), "yielding is on by default");
+    let (log, model) = open_with_model(storage, options).unwrap();
+    for i in 0..50u64 {
+        model.write(&log, &[BatchOp::Put { key: key(i % 7), value: value(0, i, 40) }]).unwrap();
+    }
+    let stats = log.stats();
+    assert_eq!(stats.sync_waits_yielded, 0, "{stats:?}");
+    assert!(stats.sync_waits_parked <= 50, "at most one sleep per append: {stats:?}");
+    log.close().unwrap();
+}

@@ -33,6 +33,12 @@ pub struct LogStats {
     pub gc_bytes_copied: u64,
     /// Cyclic: records (and batch operations) found dead and dropped.
     pub gc_records_dropped: u64,
+    /// `Sync` appends whose appender yielded its core while it waited (see
+    /// `LogOptions::sync_wait_yield_max`).
+    pub sync_waits_yielded: u64,
+    /// `Sync` appends whose record was still not durable when the appender went to sleep
+    /// (after yielding, or at once): each costs a wake-up.
+    pub sync_waits_parked: u64,
     /// Bytes of the log holding records recovery would read.
     pub disk_bytes: u64,
     /// Truncate: segment files.

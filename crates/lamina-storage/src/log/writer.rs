@@ -121,6 +121,9 @@ pub(super) struct Inner {
     pub(super) sync_waiting: AtomicUsize,
     /// Cores of the machine (`available_parallelism`, at least 1).
     pub(super) cores: usize,
+    /// `Sync` waits that ended while yielding, and waits that parked.
+    pub(super) waits_yielded: AtomicU64,
+    pub(super) waits_parked: AtomicU64,
     pub(super) options: LogOptions,
     pub(super) oracle: RwLock<Option<Arc<dyn LiveRecords>>>,
     pub(super) segments: Option<Arc<Mutex<super::segments::Segments>>>,
@@ -204,6 +207,8 @@ impl Log {
             arriving: AtomicUsize::new(0),
             sync_waiting: AtomicUsize::new(0),
             cores: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            waits_yielded: AtomicU64::new(0),
+            waits_parked: AtomicU64::new(0),
             options,
             oracle: RwLock::new(None),
             segments,
@@ -305,7 +310,12 @@ impl Log {
         let mut outcome = Ok(());
         if sync {
             inner.sync_waiting.fetch_add(1, Ordering::Relaxed);
-            yield_until_durable(inner, seq);
+            if yield_until_durable(inner, seq) {
+                inner.waits_yielded.fetch_add(1, Ordering::Relaxed);
+            }
+            if inner.durable.load(Ordering::Acquire) < seq {
+                inner.waits_parked.fetch_add(1, Ordering::Relaxed);
+            }
             // Parked, not on a condition variable: the flusher unparks each waiter directly,
             // so a woken group does not file through one mutex (group-commit turnaround).
             while inner.durable.load(Ordering::Acquire) < seq {
@@ -406,6 +416,8 @@ impl Log {
         let mut stats = st.stats.clone();
         stats.next_seq = st.next_seq;
         stats.durable_seq = st.durable_seq;
+        stats.sync_waits_yielded = self.inner.waits_yielded.load(Ordering::Relaxed);
+        stats.sync_waits_parked = self.inner.waits_parked.load(Ordering::Relaxed);
         if let Some(segments) = &self.inner.segments {
             let segments = segments.lock();
             stats.segments = segments.count() as u64;
@@ -427,20 +439,24 @@ impl Log {
 
 /// Yields the core while record `seq` is not durable yet, for at most
 /// `LogOptions::sync_wait_yield_max` and only while more `Sync` appenders wait than there are
-/// cores (see that option). The caller parks afterwards if the record is still not durable.
-fn yield_until_durable(inner: &Inner, seq: SeqNo) {
+/// cores (see that option); returns whether it yielded at all. The caller parks afterwards
+/// if the record is still not durable.
+fn yield_until_durable(inner: &Inner, seq: SeqNo) -> bool {
     let yield_max = inner.options.sync_wait_yield_max;
     if yield_max.is_zero() {
-        return;
+        return false;
     }
     let until = Instant::now() + yield_max;
+    let mut yielded = false;
     while inner.durable.load(Ordering::Acquire) < seq
         && !inner.failed.load(Ordering::Acquire)
         && inner.sync_waiting.load(Ordering::Relaxed) > inner.cores
         && Instant::now() < until
     {
         std::thread::yield_now();
+        yielded = true;
     }
+    yielded
 }
 
 impl Drop for Log {
