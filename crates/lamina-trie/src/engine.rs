@@ -248,6 +248,8 @@ impl OrderedIndex for TrieEngine {
                 ("log_gc_records_copied", log.gc_records_copied),
                 ("log_gc_records_dropped", log.gc_records_dropped),
                 ("log_disk_bytes", log.disk_bytes),
+                ("log_sync_waits_yielded", log.sync_waits_yielded),
+                ("log_sync_waits_parked", log.sync_waits_parked),
                 ("disk_budget_bytes", self.options.disk_budget_effective()),
             ]);
         }
