@@ -36,8 +36,8 @@ pub struct LogStats {
     /// `Sync` appends whose appender yielded its core while it waited (see
     /// `LogOptions::sync_wait_yield_max`).
     pub sync_waits_yielded: u64,
-    /// `Sync` appends whose record was still not durable when the appender went to sleep
-    /// (after yielding, or at once): each costs a wake-up.
+    /// `Sync` appends whose record was still not durable when yielding ended (or was not
+    /// tried): the appender then sleeps and costs a wake-up (or fails, if the log failed).
     pub sync_waits_parked: u64,
     /// Bytes of the log holding records recovery would read.
     pub disk_bytes: u64,

@@ -121,8 +121,9 @@ pub(super) struct Inner {
     pub(super) sync_waiting: AtomicUsize,
     /// Cores of the machine (`available_parallelism`, at least 1).
     pub(super) cores: usize,
-    /// `Sync` waits that ended while yielding, and waits that parked.
+    /// `Sync` waits that yielded at all (`LogStats::sync_waits_yielded`).
     pub(super) waits_yielded: AtomicU64,
+    /// `Sync` waits not durable when yielding ended (`LogStats::sync_waits_parked`).
     pub(super) waits_parked: AtomicU64,
     pub(super) options: LogOptions,
     pub(super) oracle: RwLock<Option<Arc<dyn LiveRecords>>>,
