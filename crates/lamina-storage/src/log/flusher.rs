@@ -10,6 +10,8 @@ use lamina_core::Durability;
 
 use super::options::Retention;
 use super::recovery::Sink;
+use super::ring::{Oracle, Ring};
+use super::superseded::DurableUnapplied;
 use super::writer::{APPLY_WAIT, Failure, Inner, LINGER_MIN, State};
 
 /// Why and when the flusher flushes (contest paper: "either it is full, there is no other
@@ -51,6 +53,7 @@ pub(super) fn flush_decision(
 
 pub(super) fn flusher_loop(inner: &Inner, mut sink: Sink) {
     let ring_retention = matches!(inner.options.retention, Retention::Cyclic { .. });
+    let mut unapplied = DurableUnapplied::default();
     loop {
         let mut st = inner.state.lock();
         loop {
@@ -119,6 +122,9 @@ pub(super) fn flusher_loop(inner: &Inner, mut sink: Sink) {
             // Every waiter, of any generation, must see the failure: nobody flushes now.
             Err(err) => set_failure(inner, &mut st, Failure::from_error(err)),
         }
+        if ring_retention && result.is_ok() {
+            unapplied.push(generation, &buffer);
+        }
         let mut buffer = buffer;
         buffer.clear();
         st.spare = buffer;
@@ -140,20 +146,47 @@ pub(super) fn flusher_loop(inner: &Inner, mut sink: Sink) {
             return;
         }
         // Read ahead and collect while writers fill the next buffer (contest paper, Fig. 5).
-        // Only up to the chunk just written, whose writers were unparked a moment ago: the
-        // engine has applied the earlier generations long since (their writers have
-        // appended again), so this rarely waits. Waiting for the generation just flushed
-        // would hold the next flush until every one of its writers has been scheduled,
-        // which turns group commit into lockstep rounds (measured: docs/results/trie.md).
         if let Sink::Ring(ring) = &mut sink
             && ring_retention
-            && wait_applied(inner, generation - 1, APPLY_WAIT)
-            && let Err(err) = ring.collect_ahead(&oracle, head_before)
+            && let Err(failure) = collect_ahead(inner, ring, &oracle, head_before, &mut unapplied)
         {
             let mut st = inner.state.lock();
-            set_failure(inner, &mut st, Failure::from_error(&err));
+            set_failure(inner, &mut st, failure);
             return;
         }
+    }
+}
+
+/// Read-ahead collection after a flush, only up to the chunk just written (`below`). Its
+/// writers were unparked a moment ago and may not have applied their operations yet:
+/// collection does not wait for them (that would hold the next flush until every one of them
+/// has been scheduled, group commit in lockstep rounds), it treats the keys they write as
+/// superseded instead (`superseded.rs`).
+fn collect_ahead(
+    inner: &Inner,
+    ring: &mut Ring,
+    oracle: &Oracle,
+    below: u64,
+    unapplied: &mut DurableUnapplied,
+) -> Result<(), Failure> {
+    if !ring.collect_ahead_due(below) {
+        return Ok(());
+    }
+    // A writer that has not applied for many flushes (descheduled) had its generation's
+    // buffer dropped: wait for it, as collection always did before.
+    let dropped_through = unapplied.dropped_through();
+    if dropped_through > 0 {
+        wait_applied(inner, dropped_through, APPLY_WAIT);
+    }
+    let first_unapplied = inner.unapplied.lock().first_key_value().map(|(g, _)| *g);
+    match unapplied.superseded_keys(first_unapplied) {
+        Ok(Some(superseded)) => {
+            ring.collect_ahead(oracle, below, &superseded).map_err(|err| Failure::from_error(&err))
+        }
+        // Still not applied after the wait: postponed (never collected on a stale view of
+        // the engine).
+        Ok(None) => Ok(()),
+        Err(what) => Err(Failure::Corruption(what)),
     }
 }
 

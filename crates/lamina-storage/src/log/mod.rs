@@ -5,7 +5,8 @@
 //! - [`chunk`]: file header and 4 KiB-aligned, CRC32C-protected chunks.
 //! - [`options`]: [`LogOptions`], [`Retention`], and the [`LiveRecords`] oracle.
 //! - `writer`, `flusher`: [`Log`], the group-commit writer, and its background flusher.
-//! - `ring`, `segments`: cyclic and truncate retention.
+//! - `ring`, `segments`: cyclic and truncate retention; `superseded`: what read-ahead
+//!   collection must not carry while woken writers are still applying.
 //! - `recovery`: opening, checksum verification, torn-tail handling, replay.
 //!
 //! Byte layout: `docs/format/log.md`.
@@ -18,6 +19,7 @@ mod recovery;
 mod ring;
 mod segments;
 mod stats;
+mod superseded;
 mod writer;
 
 pub use options::{LiveRecords, LogOptions, Retention};

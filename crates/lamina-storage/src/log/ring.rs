@@ -13,7 +13,7 @@
 //! A chunk only overwrites the first zone, so a torn write never destroys a record whose
 //! copy is not durable. Every chunk records `tail = cleaned`: recovery reads `[tail, end)`.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -33,6 +33,10 @@ use crate::backend::StorageFile;
 /// `ZERO_AHEAD_BYTES` of log instead of nearly every sync. The zeros are real writes (and
 /// counted as such) during the first lap only.
 pub(crate) const ZERO_AHEAD_BYTES: u64 = 256 << 10;
+
+/// Read-ahead collection keeps this many maximal chunks of collected space ahead of the
+/// writer (the next flush rounds fit without collecting inside a flush).
+const COLLECT_AHEAD_CHUNKS: u64 = 6;
 
 /// A chunk of the ring that has not been garbage collected yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,7 +239,7 @@ impl Ring {
             // Not enough collected space ahead: collect more, at most one lap's worth.
             let progress =
                 if self.collect_in_flush && collected_here < self.capacity && before_collect() {
-                    self.collect_one(oracle)?
+                    self.collect_one(oracle, &HashSet::new())?
                 } else {
                     None
                 };
@@ -261,17 +265,35 @@ impl Ring {
         self.head
     }
 
+    /// Whether [`Ring::collect_ahead`] with the same `below` has anything to do.
+    pub(crate) fn collect_ahead_due(&self, below: u64) -> bool {
+        self.cleaned + self.capacity < self.head + COLLECT_AHEAD_CHUNKS * self.chunk_max
+            && self.spans.front().is_some_and(|span| span.pos < below)
+    }
+
     /// Collects ahead of the writer until the next two flush rounds fit (read-ahead of the
     /// contest paper), without waiting; stops early when the carry buffer is full, and
-    /// before the first chunk at or past position `below` (the caller knows the engine has
-    /// applied everything logged below it; the chunks after may hold records it has not).
-    pub(crate) fn collect_ahead(&mut self, oracle: &Oracle, below: u64) -> Result<()> {
-        let target = self.head + 6 * self.chunk_max;
+    /// before the first chunk at or past position `below` (the chunk just written).
+    ///
+    /// `superseded` holds every key that a durable record the engine may not have applied
+    /// yet writes (the chunks just synced, whose writers are still being woken): a put of
+    /// such a key is not carried, whatever the engine says, because a newer durable record
+    /// of the key exists. Asking the engine alone would be wrong for a delete it has not
+    /// applied yet: the older put would be carried into a chunk after the delete's, and once
+    /// the delete's chunk is collected (deletes are dropped then), a crash would bring the
+    /// key back (`tests/log_gc_unapplied.rs`).
+    pub(crate) fn collect_ahead(
+        &mut self,
+        oracle: &Oracle,
+        below: u64,
+        superseded: &HashSet<Vec<u8>>,
+    ) -> Result<()> {
+        let target = self.head + COLLECT_AHEAD_CHUNKS * self.chunk_max;
         while self.cleaned + self.capacity < target {
             if self.spans.front().is_none_or(|span| span.pos >= below) {
                 break;
             }
-            if self.collect_one(oracle)?.is_none() {
+            if self.collect_one(oracle, superseded)?.is_none() {
                 break;
             }
         }
@@ -279,8 +301,13 @@ impl Ring {
     }
 
     /// Collects the oldest chunk into the carry buffer; `None` if there is none or the
-    /// carry buffer cannot take it.
-    fn collect_one(&mut self, oracle: &Oracle) -> Result<Option<u64>> {
+    /// carry buffer cannot take it. `superseded` as in [`Ring::collect_ahead`] (empty when
+    /// the engine has applied every durable record).
+    fn collect_one(
+        &mut self,
+        oracle: &Oracle,
+        superseded: &HashSet<Vec<u8>>,
+    ) -> Result<Option<u64>> {
         let Some(&span) = self.spans.front() else { return Ok(None) };
         assert_eq!(span.pos, self.cleaned, "collection must proceed in log order");
         if self.carry.len() + span.payload_len as usize > self.carry_max {
@@ -297,7 +324,7 @@ impl Ring {
         let records = decode_records(payload)
             .map_err(|e| e.at(&self.path, offset + CHUNK_HEADER_BYTES as u64))?;
         for record in records {
-            self.carry_live(record.seq, record.op, oracle);
+            self.carry_live(record.seq, record.op, oracle, superseded);
         }
         self.spans.pop_front();
         self.cleaned = self.spans.front().map_or(self.head, |s| s.pos);
@@ -305,7 +332,13 @@ impl Ring {
         Ok(Some(span.len))
     }
 
-    fn carry_live(&mut self, seq: SeqNo, op: RecordOp, oracle: &Oracle) {
+    fn carry_live(
+        &mut self,
+        seq: SeqNo,
+        op: RecordOp,
+        oracle: &Oracle,
+        superseded: &HashSet<Vec<u8>>,
+    ) {
         let Some(oracle) = oracle else {
             // No oracle: everything is kept, deletes included.
             let mut scratch = None;
@@ -315,7 +348,7 @@ impl Ring {
         };
         match op {
             RecordOp::Put { key, value } => {
-                if oracle.is_current(&key, seq) {
+                if !superseded.contains(&key) && oracle.is_current(&key, seq) {
                     self.push_carry(seq, LogOp::Put { key: &key, value: &value });
                 } else {
                     self.gc.records_dropped += 1;
@@ -328,10 +361,12 @@ impl Ring {
                 // Within a batch a later op on the same key wins; only it can be current.
                 let mut later_keys = std::collections::HashSet::new();
                 for op in ops.iter().rev() {
-                    let superseded = !later_keys.insert(op.key());
+                    let superseded_in_batch = !later_keys.insert(op.key());
                     match op {
                         BatchOp::Put { key, value }
-                            if !superseded && oracle.is_current(key, seq) =>
+                            if !superseded_in_batch
+                                && !superseded.contains(key)
+                                && oracle.is_current(key, seq) =>
                         {
                             self.push_carry(seq, LogOp::Put { key, value });
                         }

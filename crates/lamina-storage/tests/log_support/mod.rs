@@ -20,6 +20,9 @@ pub type VersionMap = BTreeMap<Vec<u8>, (SeqNo, Option<Vec<u8>>)>;
 #[derive(Debug, Default)]
 pub struct Model {
     pub map: Mutex<VersionMap>,
+    /// How long applying a write that holds a delete takes (zero: at once). A slow apply
+    /// keeps a durable delete unapplied while the log's garbage collection runs.
+    pub delete_apply_delay: std::time::Duration,
 }
 
 impl LiveRecords for Model {
@@ -67,7 +70,11 @@ impl Model {
                 LogOp::Batch(&batch)
             }
         };
+        let has_delete = ops.iter().any(|op| matches!(op, BatchOp::Delete { .. }));
         let (seq, ()) = log.append_with(op, |seq| {
+            if has_delete && !self.delete_apply_delay.is_zero() {
+                std::thread::sleep(self.delete_apply_delay);
+            }
             let mut map = self.map.lock();
             for op in ops {
                 Self::apply_op(&mut map, seq, op);
@@ -92,7 +99,17 @@ pub fn open_with_model(
     storage: Arc<dyn Storage>,
     options: LogOptions,
 ) -> Result<(Log, Arc<Model>)> {
-    let model = Arc::new(Model::default());
+    open_with(storage, options, Model::default())
+}
+
+/// [`open_with_model`] with a model of the caller's (empty, its knobs set).
+pub fn open_with(
+    storage: Arc<dyn Storage>,
+    options: LogOptions,
+    model: Model,
+) -> Result<(Log, Arc<Model>)> {
+    assert!(model.map.lock().is_empty(), "the model is rebuilt from the log");
+    let model = Arc::new(model);
     let log = Log::open(storage, options, |record| model.apply_record(&record))?;
     log.set_live_records(model.clone());
     Ok((log, model))

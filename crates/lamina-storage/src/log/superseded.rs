@@ -1,0 +1,151 @@
+//! Keys of durable records the engine may not have applied yet, for the cyclic log's
+//! read-ahead garbage collection.
+//!
+//! A `Sync` writer applies its operation after its chunk is durable, when it is next
+//! scheduled; the flusher collects old chunks right after that sync, while the writers just
+//! woken are still applying. For a key such a record writes, the engine's liveness answer
+//! may be stale (a put it calls current may already be deleted or overwritten by a durable
+//! record), so collection must not carry puts of these keys: a newer durable record of the
+//! key exists, so they are garbage whatever the engine says. Any other key's answer is
+//! exact. This replaces waiting for the woken writers before collecting, which held the next
+//! flush behind their scheduling (group commit in lockstep rounds).
+//!
+//! Invariant: every generation at or after the first one with an unfinished append, up to
+//! the last one synced, has its write buffer here, unless it is at or below
+//! `dropped_through` (then collection waits until those are applied).
+
+use std::collections::{HashSet, VecDeque};
+
+use lamina_core::BatchOp;
+
+use super::record::{RecordOp, decode_records};
+
+/// Most write buffers kept; past this (an engine that stopped applying), the oldest are
+/// dropped and read-ahead collection pauses until their generations are applied.
+pub(super) const BUFFERS_KEPT_MAX: usize = 64;
+
+#[derive(Debug, Default)]
+pub(super) struct DurableUnapplied {
+    /// `(generation, the write buffer synced as that generation's chunk)`, oldest first.
+    buffers: VecDeque<(u64, Vec<u8>)>,
+    /// Generations up to this one may be unapplied and are not in `buffers`.
+    dropped_through: u64,
+}
+
+impl DurableUnapplied {
+    /// Remembers the records of `generation`, just made durable.
+    pub(super) fn push(&mut self, generation: u64, buffer: &[u8]) {
+        assert!(
+            self.buffers.back().is_none_or(|(g, _)| *g < generation),
+            "generations are synced in order"
+        );
+        if self.buffers.len() == BUFFERS_KEPT_MAX {
+            let (dropped, _) = self.buffers.pop_front().expect("the queue is full");
+            self.dropped_through = self.dropped_through.max(dropped);
+        }
+        self.buffers.push_back((generation, buffer.to_vec()));
+    }
+
+    /// Forgets every generation before `first_unapplied`, the oldest generation with an
+    /// append not yet finished (`None`: every append has finished), and returns the keys
+    /// the remaining ones write; `None` if collection must wait (dropped generations are
+    /// not all applied yet). An undecodable buffer (never: the writer encoded it) is an
+    /// error.
+    pub(super) fn superseded_keys(
+        &mut self,
+        first_unapplied: Option<u64>,
+    ) -> Result<Option<HashSet<Vec<u8>>>, String> {
+        let applied_below = first_unapplied.unwrap_or(u64::MAX);
+        while self.buffers.front().is_some_and(|(g, _)| *g < applied_below) {
+            self.buffers.pop_front();
+        }
+        if self.dropped_through >= applied_below {
+            return Ok(None);
+        }
+        let mut keys = HashSet::new();
+        for (generation, buffer) in &self.buffers {
+            let records = decode_records(buffer)
+                .map_err(|e| format!("write buffer of generation {generation}: {e}"))?;
+            for record in records {
+                match record.op {
+                    RecordOp::Put { key, .. } | RecordOp::Delete { key } => {
+                        keys.insert(key);
+                    }
+                    RecordOp::Batch(ops) => {
+                        keys.extend(ops.into_iter().map(|op| match op {
+                            BatchOp::Put { key, .. } | BatchOp::Delete { key } => key,
+                        }));
+                    }
+                }
+            }
+        }
+        Ok(Some(keys))
+    }
+
+    /// Generations up to this one were dropped unapplied (0: none); see
+    /// [`DurableUnapplied::superseded_keys`].
+    pub(super) fn dropped_through(&self) -> u64 {
+        self.dropped_through
+    }
+
+    /// Write buffers kept.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.buffers.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::record::LogOp;
+
+    fn buffer(ops: &[LogOp<'_>], first_seq: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (i, op) in ops.iter().enumerate() {
+            op.encode_to(first_seq + i as u64, &mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn keys_of_unapplied_generations_only() {
+        let mut d = DurableUnapplied::default();
+        d.push(1, &buffer(&[LogOp::Put { key: b"a", value: b"1" }], 1));
+        d.push(2, &buffer(&[LogOp::Delete { key: b"b" }], 2));
+        let batch: lamina_core::WriteBatch = [
+            BatchOp::Put { key: b"c".to_vec(), value: vec![] },
+            BatchOp::Delete { key: b"d".to_vec() },
+        ]
+        .into_iter()
+        .collect();
+        d.push(3, &buffer(&[LogOp::Batch(&batch)], 3));
+        let keys = d.superseded_keys(Some(2)).unwrap().unwrap();
+        let expected: HashSet<Vec<u8>> =
+            [b"b".to_vec(), b"c".to_vec(), b"d".to_vec()].into_iter().collect();
+        assert_eq!(keys, expected);
+        assert_eq!(d.len(), 2, "generation 1 is applied and forgotten");
+        assert!(d.superseded_keys(None).unwrap().unwrap().is_empty());
+        assert_eq!(d.len(), 0);
+    }
+
+    #[test]
+    fn dropped_generations_pause_collection_until_applied() {
+        let mut d = DurableUnapplied::default();
+        let one = buffer(&[LogOp::Put { key: b"k", value: b"v" }], 1);
+        for generation in 1..=(BUFFERS_KEPT_MAX as u64 + 2) {
+            d.push(generation, &one);
+        }
+        assert_eq!(d.len(), BUFFERS_KEPT_MAX);
+        assert_eq!(d.superseded_keys(Some(1)).unwrap(), None);
+        assert_eq!(d.superseded_keys(Some(2)).unwrap(), None);
+        assert!(d.superseded_keys(Some(3)).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_corrupt_buffer_is_an_error_not_a_panic() {
+        let mut d = DurableUnapplied::default();
+        d.push(1, &[0xff; 7]);
+        assert!(d.superseded_keys(Some(1)).unwrap_err().contains("generation 1"));
+    }
+}
