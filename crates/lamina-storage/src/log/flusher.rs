@@ -104,6 +104,12 @@ pub(super) fn flusher_loop(inner: &Inner, mut sink: Sink) {
             Sink::Segments(segments) => segments.lock().flush(&buffer, records, seq_hi),
         };
 
+        if ring_retention && result.is_ok() {
+            // Before the writers are woken: until they have applied, collection must know
+            // the keys this generation writes (`superseded.rs`).
+            let first_unapplied = inner.unapplied.lock().first_key_value().map(|(g, _)| *g);
+            unapplied.push(generation, &buffer, first_unapplied);
+        }
         let mut st = inner.state.lock();
         match &result {
             Ok(bytes) => {
@@ -121,9 +127,6 @@ pub(super) fn flusher_loop(inner: &Inner, mut sink: Sink) {
             }
             // Every waiter, of any generation, must see the failure: nobody flushes now.
             Err(err) => set_failure(inner, &mut st, Failure::from_error(err)),
-        }
-        if ring_retention && result.is_ok() {
-            unapplied.push(generation, &buffer);
         }
         let mut buffer = buffer;
         buffer.clear();

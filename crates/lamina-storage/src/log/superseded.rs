@@ -21,29 +21,52 @@ use lamina_core::BatchOp;
 use super::record::{RecordOp, decode_records};
 
 /// Most write buffers kept; past this (an engine that stopped applying), the oldest are
-/// dropped and read-ahead collection pauses until their generations are applied.
+/// dropped and read-ahead collection waits for their generations to be applied.
 pub(super) const BUFFERS_KEPT_MAX: usize = 64;
+
+/// Most bytes of write buffers kept (buffers are up to 1 MiB by default), with the same
+/// consequence as [`BUFFERS_KEPT_MAX`].
+pub(super) const BUFFER_BYTES_KEPT_MAX: usize = 8 << 20;
 
 #[derive(Debug, Default)]
 pub(super) struct DurableUnapplied {
     /// `(generation, the write buffer synced as that generation's chunk)`, oldest first.
     buffers: VecDeque<(u64, Vec<u8>)>,
+    /// Sum of the lengths of `buffers`.
+    bytes: usize,
     /// Generations up to this one may be unapplied and are not in `buffers`.
     dropped_through: u64,
 }
 
 impl DurableUnapplied {
-    /// Remembers the records of `generation`, just made durable.
-    pub(super) fn push(&mut self, generation: u64, buffer: &[u8]) {
+    /// Remembers the records of `generation`, just made durable, unless every append of it
+    /// has finished already; forgets applied generations first (`first_unapplied` as in
+    /// [`DurableUnapplied::superseded_keys`]).
+    pub(super) fn push(&mut self, generation: u64, buffer: &[u8], first_unapplied: Option<u64>) {
         assert!(
             self.buffers.back().is_none_or(|(g, _)| *g < generation),
             "generations are synced in order"
         );
-        if self.buffers.len() == BUFFERS_KEPT_MAX {
-            let (dropped, _) = self.buffers.pop_front().expect("the queue is full");
-            self.dropped_through = self.dropped_through.max(dropped);
+        self.forget_applied(first_unapplied);
+        if first_unapplied.is_none_or(|first| first > generation) {
+            return;
         }
         self.buffers.push_back((generation, buffer.to_vec()));
+        self.bytes += buffer.len();
+        while self.buffers.len() > BUFFERS_KEPT_MAX
+            || (self.bytes > BUFFER_BYTES_KEPT_MAX && self.buffers.len() > 1)
+        {
+            let (dropped, buffer) = self.buffers.pop_front().expect("the queue is not empty");
+            self.bytes -= buffer.len();
+            self.dropped_through = self.dropped_through.max(dropped);
+        }
+    }
+
+    fn forget_applied(&mut self, first_unapplied: Option<u64>) {
+        let applied_below = first_unapplied.unwrap_or(u64::MAX);
+        while let Some((_, buffer)) = self.buffers.pop_front_if(|(g, _)| *g < applied_below) {
+            self.bytes -= buffer.len();
+        }
     }
 
     /// Forgets every generation before `first_unapplied`, the oldest generation with an
@@ -55,11 +78,8 @@ impl DurableUnapplied {
         &mut self,
         first_unapplied: Option<u64>,
     ) -> Result<Option<HashSet<Vec<u8>>>, String> {
-        let applied_below = first_unapplied.unwrap_or(u64::MAX);
-        while self.buffers.front().is_some_and(|(g, _)| *g < applied_below) {
-            self.buffers.pop_front();
-        }
-        if self.dropped_through >= applied_below {
+        self.forget_applied(first_unapplied);
+        if self.dropped_through >= first_unapplied.unwrap_or(u64::MAX) {
             return Ok(None);
         }
         let mut keys = HashSet::new();
@@ -111,15 +131,15 @@ mod tests {
     #[test]
     fn keys_of_unapplied_generations_only() {
         let mut d = DurableUnapplied::default();
-        d.push(1, &buffer(&[LogOp::Put { key: b"a", value: b"1" }], 1));
-        d.push(2, &buffer(&[LogOp::Delete { key: b"b" }], 2));
+        d.push(1, &buffer(&[LogOp::Put { key: b"a", value: b"1" }], 1), Some(1));
+        d.push(2, &buffer(&[LogOp::Delete { key: b"b" }], 2), Some(1));
         let batch: lamina_core::WriteBatch = [
             BatchOp::Put { key: b"c".to_vec(), value: vec![] },
             BatchOp::Delete { key: b"d".to_vec() },
         ]
         .into_iter()
         .collect();
-        d.push(3, &buffer(&[LogOp::Batch(&batch)], 3));
+        d.push(3, &buffer(&[LogOp::Batch(&batch)], 3), Some(1));
         let keys = d.superseded_keys(Some(2)).unwrap().unwrap();
         let expected: HashSet<Vec<u8>> =
             [b"b".to_vec(), b"c".to_vec(), b"d".to_vec()].into_iter().collect();
@@ -134,7 +154,7 @@ mod tests {
         let mut d = DurableUnapplied::default();
         let one = buffer(&[LogOp::Put { key: b"k", value: b"v" }], 1);
         for generation in 1..=(BUFFERS_KEPT_MAX as u64 + 2) {
-            d.push(generation, &one);
+            d.push(generation, &one, Some(1));
         }
         assert_eq!(d.len(), BUFFERS_KEPT_MAX);
         assert_eq!(d.superseded_keys(Some(1)).unwrap(), None);
@@ -143,9 +163,28 @@ mod tests {
     }
 
     #[test]
+    fn applied_generations_are_not_kept_and_bytes_are_bounded() {
+        let mut d = DurableUnapplied::default();
+        let one = buffer(&[LogOp::Put { key: b"k", value: b"v" }], 1);
+        d.push(1, &one, None);
+        d.push(2, &one, Some(3));
+        assert_eq!(d.len(), 0, "applied before they were pushed");
+        d.push(3, &one, Some(3));
+        assert_eq!(d.len(), 1);
+        d.push(4, &one, Some(4));
+        assert_eq!(d.len(), 1, "generation 3 was applied meanwhile");
+        let big = vec![0u8; BUFFER_BYTES_KEPT_MAX / 2 + 1];
+        d.push(5, &big, Some(4));
+        d.push(6, &big, Some(4));
+        assert_eq!(d.len(), 1, "the byte bound drops the oldest");
+        assert_eq!(d.dropped_through(), 5);
+        assert_eq!(d.superseded_keys(Some(4)).unwrap(), None);
+    }
+
+    #[test]
     fn a_corrupt_buffer_is_an_error_not_a_panic() {
         let mut d = DurableUnapplied::default();
-        d.push(1, &[0xff; 7]);
+        d.push(1, &[0xff; 7], Some(1));
         assert!(d.superseded_keys(Some(1)).unwrap_err().contains("generation 1"));
     }
 }
