@@ -3,6 +3,7 @@
 //! timeout is reached"), swaps the write buffers, writes and syncs one chunk, wakes the
 //! writers of that chunk, and then runs the cyclic log's read-ahead garbage collection.
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -108,7 +109,7 @@ pub(super) fn flusher_loop(inner: &Inner, mut sink: Sink) {
             // Before the writers are woken: until they have applied, collection must know
             // the keys this generation writes (`superseded.rs`).
             let first_unapplied = inner.unapplied.lock().first_key_value().map(|(g, _)| *g);
-            unapplied.push(generation, &buffer, first_unapplied);
+            unapplied.push(generation, head_before, &buffer, first_unapplied);
         }
         let mut st = inner.state.lock();
         match &result {
@@ -175,22 +176,46 @@ fn collect_ahead(
     if !ring.collect_ahead_due(below) {
         return Ok(());
     }
-    // A writer that has not applied for many flushes (descheduled) had its generation's
-    // buffer dropped: wait for it, as collection always did before.
+    for attempt in 0..2 {
+        let superseded = match superseded_now(inner, unapplied) {
+            Ok(Some(superseded)) => superseded,
+            // Still not applied after the wait: postponed (never collected on a stale view
+            // of the engine).
+            Ok(None) => return Ok(()),
+            Err(what) => return Err(Failure::Corruption(what)),
+        };
+        // Never into a chunk whose writers have not applied it: the engine cannot vouch for
+        // those records yet (`tests/log_gc_unapplied.rs`).
+        let oldest = unapplied.oldest();
+        let limit = oldest.map_or(below, |(_, position)| position.min(below));
+        ring.collect_ahead(oracle, limit, &superseded).map_err(|err| Failure::from_error(&err))?;
+        match oldest {
+            // Held up by a writer still applying an older chunk (descheduled, or a slow
+            // engine): wait for it once, as collection always did, then go on.
+            Some((generation, position))
+                if attempt == 0 && position < below && ring.collect_ahead_due(below) =>
+            {
+                wait_applied(inner, generation, APPLY_WAIT);
+            }
+            _ => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
+/// The keys collection must treat as superseded now (`superseded.rs`); `None` if it must
+/// not collect: a writer that has not applied for many flushes (descheduled) had its
+/// generation's buffer dropped, and is still not done after waiting for it.
+fn superseded_now(
+    inner: &Inner,
+    unapplied: &mut DurableUnapplied,
+) -> Result<Option<HashSet<Vec<u8>>>, String> {
     let dropped_through = unapplied.dropped_through();
     if dropped_through > 0 {
         wait_applied(inner, dropped_through, APPLY_WAIT);
     }
     let first_unapplied = inner.unapplied.lock().first_key_value().map(|(g, _)| *g);
-    match unapplied.superseded_keys(first_unapplied) {
-        Ok(Some(superseded)) => {
-            ring.collect_ahead(oracle, below, &superseded).map_err(|err| Failure::from_error(&err))
-        }
-        // Still not applied after the wait: postponed (never collected on a stale view of
-        // the engine).
-        Ok(None) => Ok(()),
-        Err(what) => Err(Failure::Corruption(what)),
-    }
+    unapplied.superseded_keys(first_unapplied)
 }
 
 /// Records a sticky failure and wakes every waiter of every kind: nobody flushes now.

@@ -30,8 +30,9 @@ pub(super) const BUFFER_BYTES_KEPT_MAX: usize = 8 << 20;
 
 #[derive(Debug, Default)]
 pub(super) struct DurableUnapplied {
-    /// `(generation, the write buffer synced as that generation's chunk)`, oldest first.
-    buffers: VecDeque<(u64, Vec<u8>)>,
+    /// `(generation, log position where its chunk went, the write buffer synced as that
+    /// chunk)`, oldest first.
+    buffers: VecDeque<(u64, u64, Vec<u8>)>,
     /// Sum of the lengths of `buffers`.
     bytes: usize,
     /// Generations up to this one may be unapplied and are not in `buffers`.
@@ -39,24 +40,31 @@ pub(super) struct DurableUnapplied {
 }
 
 impl DurableUnapplied {
-    /// Remembers the records of `generation`, just made durable, unless every append of it
-    /// has finished already; forgets applied generations first (`first_unapplied` as in
+    /// Remembers the records of `generation`, just made durable in the chunk(s) written
+    /// from log position `position` on, unless every append of it has finished already;
+    /// forgets applied generations first (`first_unapplied` as in
     /// [`DurableUnapplied::superseded_keys`]).
-    pub(super) fn push(&mut self, generation: u64, buffer: &[u8], first_unapplied: Option<u64>) {
+    pub(super) fn push(
+        &mut self,
+        generation: u64,
+        position: u64,
+        buffer: &[u8],
+        first_unapplied: Option<u64>,
+    ) {
         assert!(
-            self.buffers.back().is_none_or(|(g, _)| *g < generation),
+            self.buffers.back().is_none_or(|(g, p, _)| *g < generation && *p <= position),
             "generations are synced in order"
         );
         self.forget_applied(first_unapplied);
         if first_unapplied.is_none_or(|first| first > generation) {
             return;
         }
-        self.buffers.push_back((generation, buffer.to_vec()));
+        self.buffers.push_back((generation, position, buffer.to_vec()));
         self.bytes += buffer.len();
         while self.buffers.len() > BUFFERS_KEPT_MAX
             || (self.bytes > BUFFER_BYTES_KEPT_MAX && self.buffers.len() > 1)
         {
-            let (dropped, buffer) = self.buffers.pop_front().expect("the queue is not empty");
+            let (dropped, _, buffer) = self.buffers.pop_front().expect("the queue is not empty");
             self.bytes -= buffer.len();
             self.dropped_through = self.dropped_through.max(dropped);
         }
@@ -64,7 +72,7 @@ impl DurableUnapplied {
 
     fn forget_applied(&mut self, first_unapplied: Option<u64>) {
         let applied_below = first_unapplied.unwrap_or(u64::MAX);
-        while let Some((_, buffer)) = self.buffers.pop_front_if(|(g, _)| *g < applied_below) {
+        while let Some((_, _, buffer)) = self.buffers.pop_front_if(|(g, _, _)| *g < applied_below) {
             self.bytes -= buffer.len();
         }
     }
@@ -83,7 +91,7 @@ impl DurableUnapplied {
             return Ok(None);
         }
         let mut keys = HashSet::new();
-        for (generation, buffer) in &self.buffers {
+        for (generation, _, buffer) in &self.buffers {
             let records = decode_records(buffer)
                 .map_err(|e| format!("write buffer of generation {generation}: {e}"))?;
             for record in records {
@@ -100,6 +108,13 @@ impl DurableUnapplied {
             }
         }
         Ok(Some(keys))
+    }
+
+    /// `(generation, log position)` of the oldest chunk kept: its records (and those after
+    /// it) are not all applied yet, so the engine cannot vouch for them and collection must
+    /// stop before it. Current as of the last [`DurableUnapplied::superseded_keys`].
+    pub(super) fn oldest(&self) -> Option<(u64, u64)> {
+        self.buffers.front().map(|(generation, position, _)| (*generation, *position))
     }
 
     /// Generations up to this one were dropped unapplied (0: none); see
@@ -131,20 +146,21 @@ mod tests {
     #[test]
     fn keys_of_unapplied_generations_only() {
         let mut d = DurableUnapplied::default();
-        d.push(1, &buffer(&[LogOp::Put { key: b"a", value: b"1" }], 1), Some(1));
-        d.push(2, &buffer(&[LogOp::Delete { key: b"b" }], 2), Some(1));
+        d.push(1, 4096, &buffer(&[LogOp::Put { key: b"a", value: b"1" }], 1), Some(1));
+        d.push(2, 2 * 4096, &buffer(&[LogOp::Delete { key: b"b" }], 2), Some(1));
         let batch: lamina_core::WriteBatch = [
             BatchOp::Put { key: b"c".to_vec(), value: vec![] },
             BatchOp::Delete { key: b"d".to_vec() },
         ]
         .into_iter()
         .collect();
-        d.push(3, &buffer(&[LogOp::Batch(&batch)], 3), Some(1));
+        d.push(3, 3 * 4096, &buffer(&[LogOp::Batch(&batch)], 3), Some(1));
         let keys = d.superseded_keys(Some(2)).unwrap().unwrap();
         let expected: HashSet<Vec<u8>> =
             [b"b".to_vec(), b"c".to_vec(), b"d".to_vec()].into_iter().collect();
         assert_eq!(keys, expected);
         assert_eq!(d.len(), 2, "generation 1 is applied and forgotten");
+        assert_eq!(d.oldest(), Some((2, 2 * 4096)));
         assert!(d.superseded_keys(None).unwrap().unwrap().is_empty());
         assert_eq!(d.len(), 0);
     }
@@ -154,7 +170,7 @@ mod tests {
         let mut d = DurableUnapplied::default();
         let one = buffer(&[LogOp::Put { key: b"k", value: b"v" }], 1);
         for generation in 1..=(BUFFERS_KEPT_MAX as u64 + 2) {
-            d.push(generation, &one, Some(1));
+            d.push(generation, generation * 4096, &one, Some(1));
         }
         assert_eq!(d.len(), BUFFERS_KEPT_MAX);
         assert_eq!(d.superseded_keys(Some(1)).unwrap(), None);
@@ -166,16 +182,16 @@ mod tests {
     fn applied_generations_are_not_kept_and_bytes_are_bounded() {
         let mut d = DurableUnapplied::default();
         let one = buffer(&[LogOp::Put { key: b"k", value: b"v" }], 1);
-        d.push(1, &one, None);
-        d.push(2, &one, Some(3));
+        d.push(1, 4096, &one, None);
+        d.push(2, 2 * 4096, &one, Some(3));
         assert_eq!(d.len(), 0, "applied before they were pushed");
-        d.push(3, &one, Some(3));
+        d.push(3, 3 * 4096, &one, Some(3));
         assert_eq!(d.len(), 1);
-        d.push(4, &one, Some(4));
+        d.push(4, 4 * 4096, &one, Some(4));
         assert_eq!(d.len(), 1, "generation 3 was applied meanwhile");
         let big = vec![0u8; BUFFER_BYTES_KEPT_MAX / 2 + 1];
-        d.push(5, &big, Some(4));
-        d.push(6, &big, Some(4));
+        d.push(5, 5 * 4096, &big, Some(4));
+        d.push(6, 6 * 4096, &big, Some(4));
         assert_eq!(d.len(), 1, "the byte bound drops the oldest");
         assert_eq!(d.dropped_through(), 5);
         assert_eq!(d.superseded_keys(Some(4)).unwrap(), None);
@@ -184,7 +200,7 @@ mod tests {
     #[test]
     fn a_corrupt_buffer_is_an_error_not_a_panic() {
         let mut d = DurableUnapplied::default();
-        d.push(1, &[0xff; 7], Some(1));
+        d.push(1, 4096, &[0xff; 7], Some(1));
         assert!(d.superseded_keys(Some(1)).unwrap_err().contains("generation 1"));
     }
 }

@@ -20,9 +20,10 @@ pub type VersionMap = BTreeMap<Vec<u8>, (SeqNo, Option<Vec<u8>>)>;
 #[derive(Debug, Default)]
 pub struct Model {
     pub map: Mutex<VersionMap>,
-    /// How long applying a write that holds a delete takes (zero: at once). A slow apply
-    /// keeps a durable delete unapplied while the log's garbage collection runs.
-    pub delete_apply_delay: std::time::Duration,
+    /// Writes that touch this key take this long to apply (`None`: every write applies at
+    /// once). A slow apply keeps a durable record unapplied while the log's garbage
+    /// collection runs.
+    pub slow_apply: Option<(Vec<u8>, std::time::Duration)>,
 }
 
 impl LiveRecords for Model {
@@ -70,10 +71,12 @@ impl Model {
                 LogOp::Batch(&batch)
             }
         };
-        let has_delete = ops.iter().any(|op| matches!(op, BatchOp::Delete { .. }));
+        let delay = self.slow_apply.as_ref().and_then(|(key, delay)| {
+            ops.iter().any(|op| op.key() == key.as_slice()).then_some(*delay)
+        });
         let (seq, ()) = log.append_with(op, |seq| {
-            if has_delete && !self.delete_apply_delay.is_zero() {
-                std::thread::sleep(self.delete_apply_delay);
+            if let Some(delay) = delay {
+                std::thread::sleep(delay);
             }
             let mut map = self.map.lock();
             for op in ops {
