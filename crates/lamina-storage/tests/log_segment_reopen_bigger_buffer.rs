@@ -25,7 +25,6 @@ fn records(storage: &Arc<dyn Storage>, options: &LogOptions) -> Vec<Record> {
 }
 
 #[test]
-#[ignore = "bug: reopening with a larger buffer writes past the active segment's capacity; the next recovery cuts acknowledged chunks"]
 fn reopening_with_a_larger_buffer_loses_no_acknowledged_write() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     // Smallest segments the small buffer accepts: 9 chunks of 4 KiB.

@@ -350,6 +350,7 @@ fn recover_segments(
             file,
             base_pos: header.base_pos,
             data_len: offset - FILE_HEADER_BYTES,
+            capacity_bytes: header.capacity_bytes,
             seq_hi: segment_seq_hi,
         });
     }

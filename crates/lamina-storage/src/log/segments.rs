@@ -20,6 +20,9 @@ pub(crate) struct Segment {
     pub base_pos: u64,
     /// Data bytes used (chunks), after the header.
     pub data_len: u64,
+    /// Most data bytes this segment may hold: its header's `capacity_bytes` (recovery reads
+    /// no further), which a reopen with a larger buffer does not change.
+    pub capacity_bytes: u64,
     /// Highest sequence number of a record in this segment (or its floor if empty).
     pub seq_hi: SeqNo,
 }
@@ -107,7 +110,15 @@ impl Segments {
         };
         let name = segment_name(prefix, index);
         let file = create_log_file(storage, &name, &header, FILE_HEADER_BYTES)?;
-        Ok(Segment { index, name, file, base_pos, data_len: 0, seq_hi: seq_floor })
+        Ok(Segment {
+            index,
+            name,
+            file,
+            base_pos,
+            data_len: 0,
+            capacity_bytes: segment_bytes,
+            seq_hi: seq_floor,
+        })
     }
 
     /// Writes `payload` as one chunk and syncs it, starting a new segment if it does not fit.
@@ -115,7 +126,7 @@ impl Segments {
         let len = chunk_len(payload.len());
         assert!(len <= self.segment_bytes, "chunk larger than a segment");
         let active = self.files.back().expect("at least one segment");
-        if active.data_len + len > self.segment_bytes {
+        if active.data_len + len > active.capacity_bytes {
             let segment = Self::create_segment(
                 self.storage.as_ref(),
                 &self.prefix,
