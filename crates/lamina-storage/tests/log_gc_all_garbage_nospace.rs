@@ -27,7 +27,7 @@ fn a_ring_of_garbage_never_reports_full() {
     let options = small_options(small_ring(), Durability::Sync);
     let slow_key = b"slow".to_vec();
     let model = Model {
-        slow_apply: Some((slow_key.clone(), Duration::from_millis(3000))),
+        slow_apply: Some((slow_key.clone(), Duration::from_secs(3))),
         ..Model::default()
     };
     let (log, model) = open_with(storage, options, model).unwrap();
