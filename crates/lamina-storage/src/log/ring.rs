@@ -150,6 +150,11 @@ impl Ring {
         assert!(payload.len() <= self.payload_max, "chunk payload over the maximum");
         assert!(self.fits(len), "chunk would overwrite live data");
         let pos = self.place(len);
+        if self.spans.is_empty() {
+            // Everything was collected (`cleaned == head`); a chunk that starts the next lap
+            // leaves a gap with nothing in it: the window starts at the chunk itself.
+            self.cleaned = pos;
+        }
         let header = ChunkHeader {
             log_id: self.log_id,
             pos,
@@ -388,5 +393,56 @@ impl Ring {
     /// Bytes of the ring currently holding uncollected chunks.
     pub(crate) fn window_bytes(&self) -> u64 {
         self.head - self.cleaned
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::chunk::{FileHeader, FileKind};
+    use crate::log::options::{LogOptions, Retention};
+    use crate::log::recovery::open_sink;
+    use crate::log::segments::create_log_file;
+    use crate::{MemoryStorage, Storage};
+
+    /// Collection inside a flush can collect every chunk (`cleaned == head`, no spans); the
+    /// next chunk may then start the next lap, past `head`. It must start the window: its
+    /// `tail` and the collection frontier are its own position, not the old `head` (recovery
+    /// would find no chunk at the tail: corruption; collection would assert).
+    #[test]
+    fn a_chunk_after_everything_was_collected_starts_the_window() {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        let small = LogOptions {
+            retention: Retention::Cyclic { capacity_bytes: 0 },
+            buffer_bytes: 16 * 1024,
+            ..LogOptions::default()
+        };
+        let capacity = small.ring_bytes_min();
+        let options =
+            LogOptions { retention: Retention::Cyclic { capacity_bytes: capacity }, ..small };
+        let header = FileHeader {
+            kind: FileKind::Ring,
+            log_id: 7,
+            file_index: 0,
+            base_pos: 0,
+            capacity_bytes: capacity,
+            seq_floor: 0,
+        };
+        let file =
+            create_log_file(storage.as_ref(), "wal.ring", &header, FILE_HEADER_BYTES + capacity)
+                .unwrap();
+        // Everything collected, the writer one block before the ring's end (second lap).
+        let head = 2 * capacity - 4096;
+        let path = storage.path_of("wal.ring");
+        let payload_max = options.chunk_payload_max();
+        let mut ring = Ring::new(file, path, 7, capacity, payload_max, head, head, VecDeque::new());
+        // A two-block chunk does not fit before the end: it starts the next lap.
+        let mut payload = Vec::new();
+        LogOp::Put { key: b"k", value: &[1u8; 4096] }.encode_to(1, &mut payload);
+        ring.flush(&payload, 1, 1, &None, &mut || true).unwrap();
+        assert_eq!(ring.head(), 2 * capacity + 8192);
+        let opened = open_sink(&storage, &options).unwrap();
+        assert_eq!(opened.records.len(), 1);
+        ring.collect_ahead(&None, u64::MAX, &HashSet::new()).unwrap();
     }
 }
