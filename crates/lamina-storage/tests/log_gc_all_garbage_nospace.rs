@@ -26,10 +26,8 @@ fn a_ring_of_garbage_never_reports_full() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let options = small_options(small_ring(), Durability::Sync);
     let slow_key = b"slow".to_vec();
-    let model = Model {
-        slow_apply: Some((slow_key.clone(), Duration::from_secs(3))),
-        ..Model::default()
-    };
+    let model =
+        Model { slow_apply: Some((slow_key.clone(), Duration::from_secs(3))), ..Model::default() };
     let (log, model) = open_with(storage, options, model).unwrap();
     // Each write is one 5-block chunk that leaves nothing live: every key it puts, it
     // deletes in the same batch.
