@@ -50,6 +50,13 @@ pub struct FileHeader {
     pub seq_floor: u64,
 }
 
+/// Largest `capacity_bytes` of a log file (1 PiB): a ring's size or a segment's maximum.
+/// Positions and offsets computed from it then never overflow.
+pub const FILE_CAPACITY_BYTES_MAX: u64 = 1 << 50;
+/// Largest log position a file may start at (2^62 bytes of log: centuries at 1 GB/s), so
+/// `base_pos + capacity` and every later position fit in a `u64`.
+pub const BASE_POS_MAX: u64 = 1 << 62;
+
 const FILE_HEADER_ENCODED: usize = 8 + 4 + 1 + 3 + 8 * 5 + 4;
 
 impl Encode for FileHeader {
@@ -103,7 +110,13 @@ impl Decode for FileHeader {
             return Err(DecodeError::new(crc_at, "file header checksum mismatch"));
         }
         if !header.capacity_bytes.is_multiple_of(BLOCK_BYTES as u64) || header.capacity_bytes == 0 {
-            return Err(DecodeError::new(24, "capacity is not a positive multiple of 4 KiB"));
+            return Err(DecodeError::new(40, "capacity is not a positive multiple of 4 KiB"));
+        }
+        if header.capacity_bytes > FILE_CAPACITY_BYTES_MAX {
+            return Err(DecodeError::new(40, "capacity over the 1 PiB limit"));
+        }
+        if header.base_pos > BASE_POS_MAX {
+            return Err(DecodeError::new(32, "base position over the 2^62 limit"));
         }
         // Recovery continues numbering after the floor; u64::MAX would overflow it.
         if header.seq_floor == u64::MAX {

@@ -7,7 +7,7 @@ use lamina_core::limits::{BATCH_BYTES_MAX, BATCH_OPS_MAX};
 const _: () = assert!(BUFFER_BYTES_MAX > BATCH_BYTES_MAX);
 use lamina_core::{Durability, Error, Result};
 
-use super::chunk::{BLOCK_BYTES, CHUNK_HEADER_BYTES, chunk_len};
+use super::chunk::{BLOCK_BYTES, CHUNK_HEADER_BYTES, FILE_CAPACITY_BYTES_MAX, chunk_len};
 use super::record::{PUT_RECORD_BYTES_MAX, SeqNo};
 
 /// Smallest write buffer: three largest single-key records.
@@ -142,21 +142,30 @@ impl LogOptions {
         match self.retention {
             Retention::Truncate { segment_bytes } => {
                 let min = self.chunk_bytes_max();
-                if segment_bytes < min || !segment_bytes.is_multiple_of(BLOCK_BYTES as u64) {
+                if segment_bytes < min
+                    || segment_bytes > FILE_CAPACITY_BYTES_MAX
+                    || !segment_bytes.is_multiple_of(BLOCK_BYTES as u64)
+                {
                     return Err(Error::option(
                         "segment_bytes",
-                        format!("{segment_bytes}: must be a multiple of 4096 and >= {min}"),
+                        format!(
+                            "{segment_bytes}: must be a multiple of 4096, >= {min} and <= \
+                             {FILE_CAPACITY_BYTES_MAX}"
+                        ),
                     ));
                 }
             }
             Retention::Cyclic { capacity_bytes } => {
                 let min = self.ring_bytes_min();
-                if capacity_bytes < min || !capacity_bytes.is_multiple_of(BLOCK_BYTES as u64) {
+                if capacity_bytes < min
+                    || capacity_bytes > FILE_CAPACITY_BYTES_MAX
+                    || !capacity_bytes.is_multiple_of(BLOCK_BYTES as u64)
+                {
                     return Err(Error::option(
                         "capacity_bytes",
                         format!(
-                            "{capacity_bytes}: must be a multiple of 4096 and >= {min} \
-                             (12 chunks of 2 x buffer_bytes)"
+                            "{capacity_bytes}: must be a multiple of 4096, >= {min} (12 chunks of \
+                             2 x buffer_bytes) and <= {FILE_CAPACITY_BYTES_MAX}"
                         ),
                     ));
                 }
