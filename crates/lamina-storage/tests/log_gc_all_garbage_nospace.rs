@@ -21,7 +21,6 @@ use lamina_storage::{MemoryStorage, Storage};
 use log_support::{Model, open_with, small_options, small_ring, value};
 
 #[test]
-#[ignore = "bug: once flushes use up the free space ahead, in-flush collection cannot free any: sticky NoSpace on a ring of garbage"]
 fn a_ring_of_garbage_never_reports_full() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let options = small_options(small_ring(), Durability::Sync);

@@ -20,7 +20,6 @@ use lamina_storage::{MemoryStorage, Storage};
 use log_support::{open_with_model, small_options, small_ring, value};
 
 #[test]
-#[ignore = "bug: a ring ~59% live fails NoSpace for good: the carry chunk no longer fits the space ahead"]
 fn a_ring_under_two_thirds_live_keeps_accepting_writes() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let options = small_options(small_ring(), Durability::Sync);

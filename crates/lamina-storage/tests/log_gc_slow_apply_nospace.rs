@@ -16,7 +16,6 @@ use lamina_storage::{MemoryStorage, Storage};
 use log_support::{Model, open_with, small_options, small_ring, value};
 
 #[test]
-#[ignore = "bug: a writer 2.5 s slow to apply lets flushes use up the free space ahead: sticky NoSpace"]
 fn a_slow_apply_does_not_kill_a_ring_with_room() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let options = small_options(small_ring(), Durability::Sync);

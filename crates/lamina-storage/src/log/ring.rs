@@ -139,6 +139,21 @@ impl Ring {
         if offset + len <= self.capacity { self.head } else { self.head + self.capacity - offset }
     }
 
+    /// Whether a chunk of `len` bytes of new records can be written and still leave room for
+    /// a carry chunk after it (two maximal chunks: one for the carry, one for the skip to the
+    /// ring's start at the end of a lap), as long as anything is left to collect. Without
+    /// that reserve, flushes could use up the space ahead until a carry chunk no longer fits,
+    /// and then nothing could ever be collected again (the collected space becomes writable
+    /// only once its live records are written). Only where the carry may be written on its
+    /// own (`Sync`); otherwise carry and new records always go out together.
+    fn fits_keeping_reserve(&self, len: u64) -> bool {
+        if !self.collect_in_flush || self.spans.is_empty() {
+            return self.fits(len);
+        }
+        self.fits(len)
+            && self.place(len) + len + 2 * self.chunk_max <= self.durable_clean + self.capacity
+    }
+
     /// Whether a chunk of `len` bytes can be written without overwriting anything whose live
     /// records are not durable elsewhere.
     fn fits(&self, len: u64) -> bool {
@@ -217,7 +232,7 @@ impl Ring {
         let mut collected_here = 0u64;
         loop {
             let combined = self.carry.len() + user.len();
-            if combined <= self.payload_max && self.fits(chunk_len(combined)) {
+            if combined <= self.payload_max && self.fits_keeping_reserve(chunk_len(combined)) {
                 let mut payload = std::mem::take(&mut self.carry);
                 payload.extend_from_slice(user);
                 let records = self.carry_records + user_records;
@@ -315,9 +330,6 @@ impl Ring {
     ) -> Result<Option<u64>> {
         let Some(&span) = self.spans.front() else { return Ok(None) };
         assert_eq!(span.pos, self.cleaned, "collection must proceed in log order");
-        if self.carry.len() + span.payload_len as usize > self.carry_max {
-            return Ok(None);
-        }
         let offset = FILE_HEADER_BYTES + span.pos % self.capacity;
         let mut buf = vec![0u8; CHUNK_HEADER_BYTES + span.payload_len as usize];
         self.file.read_exact_at(offset, &mut buf)?;
@@ -328,8 +340,21 @@ impl Ring {
         }
         let records = decode_records(payload)
             .map_err(|e| e.at(&self.path, offset + CHUNK_HEADER_BYTES as u64))?;
+        // What the chunk's live records add to the carry decides whether it can be taken
+        // (not the chunk's whole payload, which may be mostly garbage): the carry must stay
+        // within its cap and, where the carry may be written as a chunk of its own, within
+        // the space writable now, so that writing it is always possible and frees what was
+        // collected. Otherwise the chunk stays for later, and nothing changes.
+        let (carry_len, carry_records, gc) = (self.carry.len(), self.carry_records, self.gc);
         for record in records {
             self.carry_live(record.seq, record.op, oracle, superseded);
+        }
+        let carry_writable = !self.collect_in_flush || self.fits(chunk_len(self.carry.len()));
+        if self.carry.len() > self.carry_max || !carry_writable {
+            self.carry.truncate(carry_len);
+            self.carry_records = carry_records;
+            self.gc = gc;
+            return Ok(None);
         }
         self.spans.pop_front();
         self.cleaned = self.spans.front().map_or(self.head, |s| s.pos);
