@@ -85,7 +85,7 @@ pub(crate) struct Ring {
     pub gc: GcCounters,
 }
 
-/// Answers liveness for garbage collection; `None` keeps everything (safe, uses space).
+/// Answers liveness for garbage collection; `None`: nothing is collected (the ring fills up).
 pub(crate) type Oracle = Option<Arc<dyn LiveRecords>>;
 
 impl Ring {
@@ -328,7 +328,10 @@ impl Ring {
         oracle: &Oracle,
         superseded: &HashSet<Vec<u8>>,
     ) -> Result<Option<u64>> {
-        let Some(&span) = self.spans.front() else { return Ok(None) };
+        // Without an oracle nothing is collected (see `Log::set_live_records`).
+        let Some(&span) = self.spans.front().filter(|_| oracle.is_some()) else {
+            return Ok(None);
+        };
         assert_eq!(span.pos, self.cleaned, "collection must proceed in log order");
         let offset = FILE_HEADER_BYTES + span.pos % self.capacity;
         let mut buf = vec![0u8; CHUNK_HEADER_BYTES + span.payload_len as usize];
@@ -370,11 +373,7 @@ impl Ring {
         superseded: &HashSet<Vec<u8>>,
     ) {
         let Some(oracle) = oracle else {
-            // No oracle: everything is kept, deletes included.
-            let mut scratch = None;
-            let op = op.as_log_op(&mut scratch);
-            self.push_carry(seq, op);
-            return;
+            unreachable!("collection needs an oracle (checked by collect_one)");
         };
         match op {
             RecordOp::Put { key, value } => {

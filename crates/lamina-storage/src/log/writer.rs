@@ -230,7 +230,10 @@ impl Log {
     }
 
     /// Installs the engine's liveness oracle for cyclic garbage collection. Until one is
-    /// installed, collection keeps every record (correct, but the ring fills up).
+    /// installed, nothing is collected (the ring fills up, then writes fail with
+    /// `NoSpace`): copying records forward without knowing which are live would copy puts
+    /// past later deletes of their keys, and once an oracle arrived and those deletes were
+    /// dropped, a crash would bring the keys back (`tests/log_gc_oracle_late.rs`).
     pub fn set_live_records(&self, oracle: Arc<dyn LiveRecords>) {
         *self.inner.oracle.write() = Some(oracle);
     }
