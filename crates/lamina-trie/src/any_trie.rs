@@ -86,6 +86,12 @@ impl AnyTrie {
         with_trie!(self, t => t.counters())
     }
 
+    /// Makes `seq_last` at least `seq`: a logged record has its sequence number even if
+    /// none of its operations changes a key (a batch of deletes of absent keys).
+    pub(crate) fn advance_seq(&self, seq: SeqNo) {
+        with_trie!(self, t => t.advance_seq(seq));
+    }
+
     pub(crate) fn put(&self, key: &[u8], value: &[u8], commit: Commit<'_>) -> Result<()> {
         with_trie!(self, t => put(t, key, value, commit))
     }
@@ -115,6 +121,7 @@ impl AnyTrie {
     /// Recovery: applies a record read back from the log. Records come in sequence order,
     /// so applying each in turn rebuilds the state the log describes.
     pub(crate) fn replay(&self, record: &Record) -> Result<()> {
+        self.advance_seq(record.seq);
         let commit = Commit::Known(record.seq);
         match &record.op {
             RecordOp::Put { key, value } => self.put(key, value, commit),

@@ -204,6 +204,7 @@ impl OrderedIndex for TrieEngine {
             Some(durable) => {
                 let _exclusive = durable.writers.write().unwrap_or_else(PoisonError::into_inner);
                 let (_, applied) = durable.log.append_with(LogOp::Batch(batch), |seq| {
+                    self.tree.advance_seq(seq);
                     self.gate.write(|| {
                         let commit = Commit::Known(seq);
                         batch.ops().iter().try_for_each(|op| self.tree.apply_op(op, commit))
