@@ -7,16 +7,18 @@
 //!   while the log makes the write durable and apply it inside the log's apply hook, so a
 //!   key's writes reach the log and the tree in the same order (what the log's garbage
 //!   collection relies on) and CAS stays atomic;
-//! - batches run inside the gate's write side. Durable batches are one log record; they also
-//!   hold the engine's writer lock exclusively (single-key writers hold it shared), so no
-//!   single-key write to a key of the batch can be logged between the batch's record and its
-//!   application.
+//! - batches run inside the gate's write side and hold the engine's writer lock exclusively
+//!   (single-key writers hold it shared), so no single-key write runs while a batch is half
+//!   applied: a CAS that fails or a delete returns what it found, so it reads, and must not
+//!   see half a batch (`tests/batch_atomic_to_writers.rs`); and in the durable engine no
+//!   single-key write to a key of the batch can be logged between the batch's record (one
+//!   log record) and its application.
 //!
 //! `close` marks the handle closed (calls that start afterwards return `Closed`) and closes
 //! the log, which flushes and syncs it. Memory is released when the engine is dropped;
 //! dropping an unclosed engine closes it first.
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError};
 
 use crossbeam_epoch as epoch;
 use lamina_core::limits::{check_cas, check_key, check_scan_limit, check_value};
@@ -28,13 +30,12 @@ use crate::any_trie::{AnyTrie, Commit, with_trie};
 use crate::counter::StripedCounter;
 use crate::gate::BatchGate;
 use crate::options::TrieOptions;
-use crate::sync::{AtomicBool, Ordering};
+use crate::sync::{AtomicBool, Ordering, RwLock};
 
-/// The durable part: the log and the writer lock that orders batches against single writes.
+/// The durable part: the log.
 #[derive(Debug)]
 struct Durable {
     log: Log,
-    writers: RwLock<()>,
 }
 
 /// The `trie` engine.
@@ -42,6 +43,8 @@ struct Durable {
 pub struct TrieEngine {
     tree: Arc<AnyTrie>,
     gate: BatchGate,
+    /// Batches hold it exclusively, single-key writes shared.
+    writers: RwLock<()>,
     closed: AtomicBool,
     user_bytes_written: StripedCounter,
     options: TrieOptions,
@@ -73,7 +76,7 @@ impl TrieEngine {
             return Err(err);
         }
         log.set_live_records(Arc::clone(&tree) as Arc<dyn LiveRecords>);
-        let durable = Durable { log, writers: RwLock::new(()) };
+        let durable = Durable { log };
         Ok(TrieEngine::with_tree(tree, options, Some(durable)))
     }
 
@@ -81,6 +84,7 @@ impl TrieEngine {
         TrieEngine {
             tree,
             gate: BatchGate::new(),
+            writers: RwLock::new(()),
             closed: AtomicBool::new(false),
             user_bytes_written: StripedCounter::default(),
             options,
@@ -110,15 +114,13 @@ impl TrieEngine {
         self.user_bytes_written.add(bytes as u64);
     }
 
-    /// Runs a single-key write with the right commit: volatile, or logged while holding
+    /// Runs a single-key write with the right commit (volatile, or logged) while holding
     /// the writer lock shared.
     fn single_write<R>(&self, write: impl FnOnce(Commit<'_>) -> Result<R>) -> Result<R> {
+        let _shared = self.writers.read().unwrap_or_else(PoisonError::into_inner);
         match &self.durable {
             None => write(Commit::Volatile),
-            Some(durable) => {
-                let _shared = durable.writers.read().unwrap_or_else(PoisonError::into_inner);
-                write(Commit::Logged(&durable.log))
-            }
+            Some(durable) => write(Commit::Logged(&durable.log)),
         }
     }
 }
@@ -197,12 +199,12 @@ impl OrderedIndex for TrieEngine {
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
         batch.validate()?;
         self.check_open()?;
+        let _exclusive = self.writers.write().unwrap_or_else(PoisonError::into_inner);
         match &self.durable {
             None => self.gate.write(|| {
                 batch.ops().iter().try_for_each(|op| self.tree.apply_op(op, Commit::Volatile))
             })?,
             Some(durable) => {
-                let _exclusive = durable.writers.write().unwrap_or_else(PoisonError::into_inner);
                 let (_, applied) = durable.log.append_with(LogOp::Batch(batch), |seq| {
                     self.tree.advance_seq(seq);
                     self.gate.write(|| {

@@ -4,14 +4,14 @@
 //! module doc of [`crate::node`] for why that is sound and what it leaves untested.
 
 #[cfg(not(feature = "shuttle"))]
-pub(crate) use std::sync::Mutex;
-#[cfg(not(feature = "shuttle"))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, fence};
+#[cfg(not(feature = "shuttle"))]
+pub(crate) use std::sync::{Mutex, RwLock};
 
 #[cfg(feature = "shuttle")]
-pub(crate) use shuttle::sync::Mutex;
-#[cfg(feature = "shuttle")]
 pub(crate) use shuttle::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, fence};
+#[cfg(feature = "shuttle")]
+pub(crate) use shuttle::sync::{Mutex, RwLock};
 
 pub(crate) use std::sync::atomic::Ordering;
 

@@ -31,7 +31,6 @@ fn read_by_cas(db: &TrieEngine, key: &[u8]) -> Option<Vec<u8>> {
 }
 
 #[test]
-#[ignore = "bug: volatile single-key writes (CAS mismatch, delete) can observe half of a batch"]
 fn a_cas_never_observes_half_of_a_batch() {
     let db = TrieEngine::volatile(TrieOptions::default()).unwrap();
     for round in 1..=ROUNDS {

@@ -67,13 +67,11 @@ fn sync_durability_collects_the_ring() {
 }
 
 #[test]
-#[ignore = "bug: log GC stalls on a chunk larger than the carry cap under Buffered/None; false NoSpace"]
 fn buffered_durability_collects_the_ring() {
     run(Durability::Buffered { max_delay: Duration::from_millis(1) });
 }
 
 #[test]
-#[ignore = "bug: log GC stalls on a chunk larger than the carry cap under Buffered/None; false NoSpace"]
 fn no_durability_collects_the_ring() {
     run(Durability::None);
 }
