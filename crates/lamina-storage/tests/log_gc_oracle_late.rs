@@ -10,24 +10,9 @@ mod log_support;
 use std::sync::Arc;
 
 use lamina_core::{BatchOp, Durability};
-use lamina_storage::log::{Log, LogOptions, Retention};
-use lamina_storage::{MemoryStorage, OpenMode, Storage};
-use log_support::{Model, small_options, small_ring, value};
-
-/// What a recovery would find if the machine lost power now (no append is in flight).
-fn recovered_now(storage: &Arc<dyn Storage>, options: &LogOptions) -> Model {
-    let copy: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    for name in storage.list().unwrap() {
-        let bytes = storage.read_all(&name).unwrap();
-        let file = copy.open(&name, OpenMode::Create).unwrap();
-        file.write_all_at(0, &bytes).unwrap();
-        file.sync_data().unwrap();
-    }
-    let model = Model::default();
-    let log = Log::open(copy, options.clone(), |record| model.apply_record(&record)).unwrap();
-    log.close().unwrap();
-    model
-}
+use lamina_storage::log::{Log, Retention};
+use lamina_storage::{MemoryStorage, Storage};
+use log_support::{Model, recovered_now, small_options, small_ring, value};
 
 #[test]
 fn an_oracle_installed_after_appends_never_resurrects_a_deleted_key() {

@@ -11,9 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lamina_core::{BatchOp, Durability};
-use lamina_storage::log::{Log, LogOptions};
-use lamina_storage::{MemoryStorage, OpenMode, Storage};
-use log_support::{Model, open_with, small_options, small_ring, value};
+use lamina_storage::{MemoryStorage, Storage};
+use log_support::{Model, open_with, recovered_now, small_options, small_ring, value};
 
 /// Keys written once and never overwritten until they are all deleted.
 const COLD_KEYS: u64 = 400;
@@ -24,22 +23,6 @@ fn cold(i: u64) -> Vec<u8> {
 
 fn hot(i: u64) -> Vec<u8> {
     format!("hot{:02}", i % 4).into_bytes()
-}
-
-/// What a recovery would find if the machine lost power now: the log's files copied (every
-/// acknowledged chunk is synced, and no append is in flight) and opened into a fresh model.
-fn recovered_now(storage: &Arc<dyn Storage>, options: &LogOptions) -> Model {
-    let copy: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    for name in storage.list().unwrap() {
-        let bytes = storage.read_all(&name).unwrap();
-        let file = copy.open(&name, OpenMode::Create).unwrap();
-        file.write_all_at(0, &bytes).unwrap();
-        file.sync_data().unwrap();
-    }
-    let model = Model::default();
-    let log = Log::open(copy, options.clone(), |record| model.apply_record(&record)).unwrap();
-    log.close().unwrap();
-    model
 }
 
 #[test]
