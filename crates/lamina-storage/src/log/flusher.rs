@@ -182,7 +182,10 @@ fn collect_ahead(
             // Still not applied after the wait: postponed (never collected on a stale view
             // of the engine).
             Ok(None) => return Ok(()),
-            Err(what) => return Err(Failure::Corruption(what)),
+            Err(reason) => {
+                let file = "log write buffer (memory)".into();
+                return Err(Failure::Corruption { file, offset: 0, reason });
+            }
         };
         // Never into a chunk whose writers have not applied it: the engine cannot vouch for
         // those records yet (`tests/log_gc_unapplied.rs`).

@@ -44,7 +44,12 @@ pub(super) const APPLY_WAIT: Duration = Duration::from_millis(200);
 pub(super) enum Failure {
     NoSpace(String),
     Io(String),
-    Corruption(String),
+    /// What [`Error::Corruption`] says, kept so that every waiter gets the same error kind.
+    Corruption {
+        file: std::path::PathBuf,
+        offset: u64,
+        reason: String,
+    },
     Abandoned,
 }
 
@@ -52,7 +57,9 @@ impl Failure {
     pub(super) fn from_error(err: &Error) -> Failure {
         match err {
             Error::NoSpace { context } => Failure::NoSpace(context.clone()),
-            Error::Corruption { .. } => Failure::Corruption(err.to_string()),
+            Error::Corruption { file, offset, reason } => {
+                Failure::Corruption { file: file.clone(), offset: *offset, reason: reason.clone() }
+            }
             other => Failure::Io(other.to_string()),
         }
     }
@@ -64,10 +71,11 @@ impl Failure {
                 "an earlier log flush failed; the log refuses further writes",
                 std::io::Error::other(what.clone()),
             ),
-            Failure::Corruption(what) => Error::Io {
-                context: "log garbage collection found corruption".into(),
-                source: std::io::Error::other(what.clone()),
-            },
+            Failure::Corruption { file, offset, reason } => Error::corruption(
+                file.clone(),
+                *offset,
+                format!("{reason} (found by the log's garbage collection; it refuses writes)"),
+            ),
             Failure::Abandoned => Error::Closed,
         }
     }
