@@ -34,6 +34,26 @@ use crate::backend::Storage;
 /// Shortest group-commit timeout (see `LogOptions::linger_max` for the longest).
 pub(super) const LINGER_MIN: Duration = Duration::from_micros(50);
 
+/// How often a parked `Sync` writer re-checks for a failure nobody woke it for.
+const FAILURE_RECHECK: Duration = Duration::from_millis(50);
+
+/// The flusher thread: [`flusher_loop`], and if it panics (a bug, or an engine's oracle
+/// panicking), a sticky failure that every waiter sees instead of waiting forever.
+fn run_flusher(inner: &Inner, sink: Sink) {
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flusher_loop(inner, sink)));
+    if let Err(panic) = ran {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let mut st = inner.state.lock();
+        if st.failure.is_none() {
+            set_failure(inner, &mut st, Failure::Io(format!("the log's flusher panicked: {what}")));
+        }
+    }
+}
+
 /// How long garbage collection waits for engines to apply flushed operations before it
 /// postpones (it never collects on a stale view of the engine).
 pub(super) const APPLY_WAIT: Duration = Duration::from_millis(200);
@@ -232,7 +252,7 @@ impl Log {
         }
         let handle = std::thread::Builder::new()
             .name("lamina-log-flusher".into())
-            .spawn(move || flusher_loop(&flusher_inner, sink))
+            .spawn(move || run_flusher(&flusher_inner, sink))
             .map_err(|e| Error::io("starting the log flusher thread", e))?;
         Ok(Log { inner, flusher: Mutex::new(Some(handle)) })
     }
@@ -336,7 +356,9 @@ impl Log {
                     outcome = Err(st.failure.as_ref().expect("failed is set").to_error());
                     break;
                 }
-                std::thread::park();
+                // Timed: a flusher that died without waking this thread (a panic while the
+                // chunk was in flight) is still noticed.
+                std::thread::park_timeout(FAILURE_RECHECK);
             }
             inner.sync_waiting.fetch_sub(1, Ordering::Relaxed);
         }
