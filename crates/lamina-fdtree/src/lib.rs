@@ -3,32 +3,28 @@
 //! FD+XM and FD+DS concurrency schemes. See the crate README for the map from paper sections
 //! to modules.
 //!
-//! - [`options`]: `gamma`, `kappa_0`, block size; how fixed-`beta` formulas become bytes.
-//! - [`entry`], [`block`]: data and fence entries (Figure 3) and their block format.
-//! - [`top`], [`level`]: `L_0` in memory and the disk levels.
-//! - [`tree`]: modification (section 2.2, Algorithm 1) and the counters `N_delta`/`N_nabla`.
-//! - `lookup` (Algorithm 2), `scan`, `merge` (section 2.3), `verify` (I1-I6).
-//! - [`engine`]: [`FdTree`], the `OrderedIndex` with FD+XM, FD+DS (section 3) or FD+FC
-//!   (section 4); `merger`: the background merge thread; [`latch`]: per-block latches;
-//!   [`fc`]: FD+FC's wavefront merge and its recovery (Remark A.6).
-//! - [`manifest`], [`persist`]: the committed description of the tree, checkpoints through
-//!   the superblock, the group-commit log and recovery.
+//! - [`options`]: `gamma`, `kappa_0`, block and segment sizes; how fixed-`beta` formulas
+//!   become bytes.
+//! - [`format`]: entries, segments, blocks, Bloom filters and level indexes as bytes.
+//! - [`level`]: disk levels and `L_0` runs: reading, writing, latches.
+//! - [`memtable`], [`top`]: `L_0` (memtables, runs, fences); `flush`: memtable to run.
+//! - [`tree`]: the tree's state and counters; `lookup` (Algorithm 2), `scan`.
+//! - [`merge`]: merge-prepare, -execute and -finalize (section 2.3), FD+XM/FD+DS merges.
+//! - [`fc`]: FD+FC's wavefront merge and its recovery (section 4, Remark A.6).
+//! - [`persist`]: the manifest, commits and recovery.
+//! - [`engine`]: [`FdTree`], the `OrderedIndex`.
 
-pub mod block;
 pub mod engine;
-pub mod entry;
 pub mod fc;
-pub mod latch;
+mod flush;
+pub mod format;
 pub mod level;
 mod lookup;
-pub mod manifest;
+pub mod memtable;
 pub mod merge;
-mod merger;
 pub mod options;
 pub mod persist;
-pub mod probe;
 mod scan;
-mod sealed;
 pub mod store;
 pub mod top;
 pub mod tree;

@@ -1,144 +1,139 @@
-//! Lookup, exactly as section 2.2 / Algorithm 2: top-down through the materialized levels,
-//! stopping at the first level holding a data entry for the key; otherwise follow the fence
-//! with the largest key `<= key` (found in the same block, footnote 4) to the next
-//! materialized level. At most one block read per materialized disk level.
+//! Lookup, as section 2.2 / Algorithm 2: top-down, stopping at the first level holding a
+//! data entry for the key; otherwise follow the fence with the largest key `<= key` to the
+//! next materialized level. At most one segment read per level, and none where the level's
+//! Bloom filter rules the key out (its fences are in memory, `format/index.rs`).
 //!
-//! Locking (section 4.3): the lookup reads `L_0` (and, during an FD+FC merge, `L_0^old` and
-//! the wavefront fence) under the tree lock, which plays the paper's `L_0` mutex, takes the
-//! shared latch of the first disk block before that lock is released
-//! ([`Tree::start_lookup`]), and then descends with tree-based latch coupling: the latch of
-//! the block in the next level is taken before the current one is released
-//! ([`Descent::finish`]). During an FD+FC merge the key is compared with the wavefront key
-//! (I7): a larger key searches `L_0^new` without following its fences, then `L_0^old` and
-//! through it the old upper levels and the below-merge levels; a key no greater searches
-//! `L_0^new` and through it the new upper levels and the below-merge levels.
+//! `L_0` is searched first: the memtables (newest first), then the runs (newest first),
+//! then its fences. Under FD+FC (section 4.3) the key is compared with the wavefront key
+//! (I7): a larger key searches `L_0^new` without following its fences, then `L_0^old` (its
+//! runs and fences) and through it the old upper levels and the below-merge levels; a key
+//! no greater searches `L_0^new` and through it the new upper levels and the below-merge
+//! levels. Under FD+DS (section 3) lookups use the old levels until the switch.
+//!
+//! The `L_0` part runs under the tree lock (the paper's `L_0` mutex), which is released
+//! before any disk read: [`Tree::lookup_plan`] takes what the rest needs (shared handles to
+//! the memtables, runs and levels, and the first block). A block of an old level can be
+//! reclaimed meanwhile; the lookup then restarts (`level/latches.rs`).
+
+use std::sync::Arc;
 
 use lamina_core::Result;
 
-use crate::entry::BlockPtr;
-use crate::latch::SharedLatch;
-use crate::level::DiskLevel;
-use crate::probe::DataHit;
+use crate::format::entry::BlockPtr;
+use crate::level::{DiskLevel, LevelHit};
+use crate::memtable::{Memtable, Slot};
 use crate::store::BlockStore;
 use crate::tree::Tree;
 
-/// A lookup after its `L_0` part.
-pub(crate) enum Lookup {
-    /// Decided in `L_0` (or there is no disk level).
-    Done(Option<Vec<u8>>),
-    /// Continues into the disk levels, holding the first block's shared latch.
-    Descend(Descent),
+/// What a lookup takes from the tree before releasing the tree lock.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    active: Arc<Memtable>,
+    frozen: Option<Arc<Memtable>>,
+    /// `L_0`'s runs (`L_0^new`'s during a merge).
+    runs: Arc<[DiskLevel]>,
+    /// `L_0^old`'s runs, when the key is searched in the old part (FD+FC beyond the
+    /// wavefront, FD+DS during a merge).
+    old_runs: Option<Arc<[DiskLevel]>>,
+    /// The disk levels to descend.
+    levels: Arc<[DiskLevel]>,
+    /// The block of the first of them the `L_0` fences lead to.
+    first: Option<BlockPtr>,
 }
 
-/// The disk part of a lookup: owns what it needs, so the tree lock can be released.
-pub(crate) struct Descent {
-    store: BlockStore,
-    levels: Vec<DiskLevel>,
-    ptr: BlockPtr,
-    latch: SharedLatch,
+/// The outcome of the disk part of a lookup.
+#[derive(Debug)]
+pub(crate) enum Found {
+    /// The value (or absence) of the key.
+    Done(Option<Vec<u8>>),
+    /// A block was reclaimed under the lookup: start again.
+    Restart,
 }
 
 impl Tree {
-    /// The value of `key`, if present.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.start_lookup(key)? {
-            Lookup::Done(v) => Ok(v),
-            Lookup::Descend(d) => d.finish(key),
-        }
-    }
-
-    /// The `L_0` part of a lookup (under the tree lock): decides it, or returns the levels
-    /// to search and the first block, whose shared latch is taken before returning.
-    pub(crate) fn start_lookup(&self, key: &[u8]) -> Result<Lookup> {
-        // L_0 (L_0^new during a merge): cases 2/4 return the insert entry, case 3 "absent".
-        if let Some(slot) = self.top.slot(key) {
-            return Ok(Lookup::Done(slot.insert.clone()));
-        }
-        let (levels, ptr) = if let Some(fc) = &self.fc
+    /// The `L_0` part of a lookup (under the tree lock).
+    pub(crate) fn lookup_plan(&self, key: &[u8]) -> Plan {
+        let (old_runs, levels, first) = if let Some(fc) = &self.fc
             && key > fc.wavefront_key.as_slice()
         {
-            // FD+FC, key beyond the wavefront: L_0^old, then the old levels.
-            if let Some(slot) = fc.old_top.slot(key) {
-                return Ok(Lookup::Done(slot.insert.clone()));
-            }
-            let ptr = fc.old_top.fence_at_or_before(key).map(|(_, p)| p).or(fc.wavefront_ptr);
-            (&fc.old_levels, ptr)
-        } else if let Some(old) = &self.frozen_top {
-            // FD+DS during a merge: L_0^new (above) is searched without following fences,
-            // then L_0^old and through it the old levels (section 3).
-            if let Some(slot) = old.slot(key) {
-                return Ok(Lookup::Done(slot.insert.clone()));
-            }
-            (&self.levels, old.fence_at_or_before(key).map(|(_, p)| p))
+            let first = fc.old_fences.at_or_before(key).or(fc.wavefront_ptr);
+            (Some(fc.old_runs.clone()), fc.old_levels.clone(), first)
+        } else if let Some(side) = &self.side {
+            (
+                Some(side.old_runs.clone()),
+                side.old_levels.clone(),
+                side.old_fences.at_or_before(key),
+            )
         } else {
-            (&self.levels, self.top.fence_at_or_before(key).map(|(_, p)| p))
+            (None, self.levels.clone(), self.top.fences.at_or_before(key))
         };
-        let Some(first) = levels.first() else {
-            return Ok(Lookup::Done(None)); // h = 1: L_0 is the bottom level.
-        };
-        let Some(ptr) = ptr else {
-            return Err(self.store.corruption(&*first.file, 0, "L_0 has no -infinity fence"));
-        };
-        let latch = latch_block(&self.store, first, ptr)?;
-        Ok(Lookup::Descend(Descent {
-            store: self.store.clone(),
-            levels: levels.clone(),
-            ptr,
-            latch,
-        }))
-    }
-}
-
-impl Descent {
-    /// Algorithm 2 through the disk levels with latch coupling.
-    pub(crate) fn finish(self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let Descent { store, levels, mut ptr, mut latch } = self;
-        let last = levels.len() - 1;
-        for (i, level) in levels.iter().enumerate() {
-            let probe = level.probe(&store, ptr, key)?;
-            match probe.data {
-                DataHit::Insert(value) => return Ok(Some(value)),
-                DataHit::Delete => return Ok(None),
-                DataHit::None if i == last => return Ok(None), // case 1 in the bottom level
-                DataHit::None => {}
-            }
-            ptr = probe.fence.ok_or_else(|| {
-                store.corruption(
-                    &*level.file,
-                    ptr.index,
-                    "block of a non-bottom level has no fence <= the key (I2)",
-                )
-            })?;
-            // Coupling: the next block's latch before the current one is released.
-            let next = latch_block(&store, &levels[i + 1], ptr)?;
-            latch = next;
+        Plan {
+            active: self.top.active.clone(),
+            frozen: self.top.frozen.clone(),
+            runs: self.top.runs.clone(),
+            old_runs,
+            levels,
+            first,
         }
-        drop(latch);
-        Ok(None)
     }
 }
 
-/// The shared latch of block `ptr` of `level` (an error if the block was never started).
-fn latch_block(store: &BlockStore, level: &DiskLevel, ptr: BlockPtr) -> Result<SharedLatch> {
-    if ptr.file != level.file_id {
-        return Err(store.corruption(
-            &*level.file,
-            ptr.index,
-            format!(
-                "fence points to file {} but level {} is file {}",
-                ptr.file, level.label, level.file_id
-            ),
-        ));
+impl Plan {
+    /// The key's newest entry in the memtables, if any.
+    pub(crate) fn in_memtables(&self, key: &[u8], hash: u64) -> Option<Slot> {
+        self.active.get(key, hash).or_else(|| self.frozen.as_ref()?.get(key, hash))
     }
-    level.shared.read(ptr.index).ok_or_else(|| {
-        store.corruption(
-            &*level.file,
-            ptr.index,
-            format!(
-                "fence points past the {} blocks of level {}",
-                level.block_count(),
-                level.label
-            ),
-        )
-    })
+
+    /// The disk part: the runs, then the levels by their fences.
+    pub(crate) fn on_disk(&self, store: &BlockStore, key: &[u8], hash: u64) -> Result<Found> {
+        for run in self.runs.iter().chain(self.old_runs.iter().flat_map(|r| r.iter())) {
+            match run.lookup(store, None, key, hash)? {
+                LevelHit::Value(v) => return Ok(Found::Done(Some(v))),
+                LevelHit::Deleted => return Ok(Found::Done(None)),
+                LevelHit::Reclaimed => return Ok(Found::Restart),
+                LevelHit::Next(_) => {}
+            }
+        }
+        let mut ptr = self.first;
+        let last = self.levels.len().saturating_sub(1);
+        for (i, level) in self.levels.iter().enumerate() {
+            let Some(p) = ptr else {
+                return Err(store.corruption(
+                    &*level.file,
+                    0,
+                    0,
+                    format!("no fence leads into level {} (I1/I2)", level.label),
+                ));
+            };
+            if p.file != level.file_id {
+                return Err(store.corruption(
+                    &*level.file,
+                    p.index,
+                    0,
+                    format!(
+                        "fence points to file {} but level {} is file {}",
+                        p.file, level.label, level.file_id
+                    ),
+                ));
+            }
+            match level.lookup(store, Some(p.index), key, hash)? {
+                LevelHit::Value(v) => return Ok(Found::Done(Some(v))),
+                LevelHit::Deleted => return Ok(Found::Done(None)),
+                LevelHit::Reclaimed => return Ok(Found::Restart),
+                LevelHit::Next(_) if i == last => return Ok(Found::Done(None)),
+                LevelHit::Next(next) => ptr = next,
+            }
+        }
+        Ok(Found::Done(None))
+    }
+}
+
+impl Slot {
+    /// The value a memtable slot gives a lookup.
+    pub(crate) fn value(self) -> Option<Vec<u8>> {
+        match self {
+            Slot::Insert(v) => Some(v.into_vec()),
+            Slot::Delete { .. } => None,
+        }
+    }
 }

@@ -8,15 +8,21 @@
 //! - `B(L_i) = ceil(sized_bytes(L_i) / cap_eff)`, where `sized_bytes` is the encoded size of
 //!   every entry of the level except the leading fence of each block (the fence that (I2)
 //!   forces at the start of a block is block overhead, like the block header).
-//! - `cap_eff = block_bytes - header - 2 * fence_bytes_max`. With that slack, the greedy
-//!   (next-fit) packing of merge-execute never uses more than `2 * B(L_i) + 1` physical blocks
-//!   (two consecutive blocks always hold more than `cap_eff` sized bytes).
+//! - A block is a run of segments (`format/segment.rs`) with a 24-byte header each. Two
+//!   consecutive segments of a block hold more than `segment_bytes` (the second started
+//!   because the first could not take its first entry), so a block has fewer than
+//!   `2 * block_bytes / segment_bytes + 2` segments, and a key group that did not fit its
+//!   block needs at most two new segment headers. Hence
+//!   `cap_eff = block_bytes - (2 * block_bytes / segment_bytes + 4) * 24 - 2 * fence_bytes_max`
+//!   is less than what any two consecutive blocks hold, and the greedy (next-fit) packing of
+//!   merge-execute never uses more than `2 * B(L_i) + 1` physical blocks.
 
 use lamina_core::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 use lamina_core::{Durability, Error, Result};
 
-use crate::block::BLOCK_HEADER_BYTES;
-use crate::entry::{delete_bytes, fence_bytes, insert_bytes};
+use crate::format::bloom::BITS_PER_KEY_MAX;
+use crate::format::entry::{delete_bytes_max, fence_bytes, insert_bytes};
+use crate::format::segment::{SEGMENT_BYTES_MAX, SEGMENT_HEADER_BYTES};
 
 /// Concurrency scheme (paper sections 3 and 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -24,12 +30,10 @@ pub enum FcMode {
     /// FD+XM: one readers-writer lock over the whole tree, held by a merge (section 3).
     Xm,
     /// FD+DS: merges run in a background thread and build new levels on the side while
-    /// lookups use the old levels; modifications during a merge go to a second `L_0`
-    /// (section 3).
+    /// lookups use the old levels (section 3).
     Ds,
     /// FD+FC: merges run in a background thread behind a wavefront, moving data block by
-    /// block; lookups never wait for a merge, modifications only when `L_0` is full
-    /// (section 4). The default.
+    /// block; lookups never wait for a merge (section 4). The default.
     #[default]
     Fc,
 }
@@ -37,10 +41,15 @@ pub enum FcMode {
 /// Options of an FD+tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FdTreeOptions {
-    /// Memory for `L_0` in bytes; `kappa_0 = memory_budget_bytes / block_bytes` blocks.
+    /// Memory for `L_0` in bytes (its memtables and fences); `kappa_0 =
+    /// memory_budget_bytes / block_bytes` blocks.
     pub memory_budget_bytes: u64,
-    /// Size of a disk block in bytes (the unit of every level file).
+    /// Size of a disk block in bytes (the unit of every level file, of fences and of
+    /// reclamation during an FD+FC merge).
     pub block_bytes: u32,
+    /// Target size of a segment, the unit a point lookup reads and checks (a power of two,
+    /// 512 to 32 KiB, at most `block_bytes`).
+    pub segment_bytes: u32,
     /// The size ratio `gamma` between adjacent levels: `kappa_i = gamma * kappa_(i-1)`.
     pub size_ratio: u32,
     /// Longest key accepted (at most the API limit). Lower it to allow smaller blocks.
@@ -51,51 +60,77 @@ pub struct FdTreeOptions {
     pub mode: FcMode,
     /// Run [`crate::FdTree::verify`] after every merge (always on with feature `verify`).
     pub verify_each_merge: bool,
-    /// When a write is durable (persistent trees; see `persist.rs`).
+    /// When a write is durable (persistent trees).
     pub durability: Durability,
-    /// Bytes of the block cache lookups read through (`lamina_storage::cache::BlockCache`;
-    /// FD+FC's 15 MB default, section 5); 0 disables it.
+    /// Bytes of the segment cache lookups read through; 0 disables it.
     pub cache_bytes: usize,
-    /// FD+FC in a persistent tree: reclaimed old blocks that trigger a progress commit of
-    /// the merge, after which their space is freed (Remark A.6). Space during a merge is
-    /// at most this many blocks (plus one per level) above the steady state; each commit
-    /// costs a few syncs. 1 to 65536.
-    pub merge_commit_blocks: u32,
+    /// Bits per key of each level's, run's and memtable's Bloom filter; 0 disables them.
+    pub bloom_bits_per_key: u32,
+    /// FD+FC in a persistent tree: bytes of old blocks reclaimed by a merge after which it
+    /// commits its progress, so their space is freed (Remark A.6). Space during a merge is
+    /// at most this much (plus a block per level) above the steady state; each commit costs
+    /// a few syncs.
+    pub merge_commit_bytes: u64,
+    /// Log bytes after which `L_0`'s memtable is written to disk even if it is not full, so
+    /// the log (and the time to replay it) stays bounded when writes overwrite a few keys.
+    pub log_checkpoint_bytes: u64,
+    /// Disk space the tree may use (0: no limit). Writes that add data are refused with
+    /// `NoSpace` once it is reached; deletes always go through.
+    pub disk_budget_bytes: u64,
 }
 
 impl Default for FdTreeOptions {
-    /// Defaults accept keys and values up to the API limits: 32 KiB blocks, `gamma = 8`,
-    /// 1 MiB for `L_0` (`kappa_0 = 32`).
+    /// Defaults accept keys and values up to the API limits: 32 KiB blocks of 4 KiB
+    /// segments, `gamma = 8`, 4 MiB for `L_0` (`kappa_0 = 128`).
     fn default() -> Self {
         FdTreeOptions {
-            memory_budget_bytes: 1 << 20,
+            memory_budget_bytes: 4 << 20,
             block_bytes: 32 << 10,
+            segment_bytes: 4 << 10,
             size_ratio: 8,
             key_bytes_max: KEY_BYTES_MAX,
             value_bytes_max: VALUE_BYTES_MAX,
             mode: FcMode::Fc,
             verify_each_merge: cfg!(feature = "verify"),
             durability: Durability::Sync,
-            cache_bytes: lamina_storage::cache::CacheConfig::default().capacity_bytes,
-            merge_commit_blocks: 32,
+            cache_bytes: 8 << 20,
+            bloom_bits_per_key: 10,
+            merge_commit_bytes: 32 << 20,
+            log_checkpoint_bytes: 64 << 20,
+            disk_budget_bytes: 0,
         }
     }
 }
 
-/// Smallest block accepted (that of `lamina_storage::block`).
-pub const BLOCK_BYTES_MIN: u32 = lamina_storage::block::BLOCK_BYTES_MIN as u32;
+/// Smallest block accepted.
+pub const BLOCK_BYTES_MIN: u32 = 512;
 /// Largest block accepted.
 pub const BLOCK_BYTES_MAX: u32 = 1 << 20;
+/// Smallest segment accepted.
+pub const SEGMENT_BYTES_MIN: u32 = 512;
+/// Largest segment target accepted.
+pub const SEGMENT_TARGET_MAX: u32 = 32 << 10;
 /// Largest `gamma` accepted.
 pub const SIZE_RATIO_MAX: u32 = 1024;
+/// Smallest `memory_budget_bytes` (and at least one block).
+pub const MEMORY_BUDGET_BYTES_MIN: u64 = 512;
+/// Smallest `merge_commit_bytes` and `log_checkpoint_bytes`.
+pub const COMMIT_BYTES_MIN: u64 = 512;
+/// Largest `merge_commit_bytes` and `log_checkpoint_bytes`.
+pub const COMMIT_BYTES_MAX: u64 = 1 << 40;
+
+/// Fraction of the memtable budget at which the active memtable is frozen and written out
+/// as a run, leaving the rest for writers while it is written: 2/3.
+const FREEZE_NUMERATOR: u64 = 2;
+const FREEZE_DENOMINATOR: u64 = 3;
 
 /// Sizing parameters derived from validated options.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Params {
     /// Block size in bytes.
     pub block_bytes: u32,
-    /// Payload bytes of a block (block minus header).
-    pub payload_bytes: u32,
+    /// Segment target in bytes.
+    pub segment_bytes: u32,
     /// Effective capacity used to convert bytes to blocks (module docs).
     pub cap_eff_bytes: u64,
     /// `kappa_0` in blocks.
@@ -112,14 +147,23 @@ pub struct Params {
     pub mode: FcMode,
     /// Longest encoded fence (`fence_bytes(key_bytes_max)`).
     pub fence_bytes_max: u64,
-    /// Block cache budget (0: no cache).
+    /// Segment cache budget (0: no cache).
     pub cache_bytes: usize,
-    /// See [`FdTreeOptions::merge_commit_blocks`].
-    pub merge_commit_blocks: usize,
+    /// Bloom filter bits per key (0: none).
+    pub bloom_bits_per_key: u32,
+    /// See [`FdTreeOptions::merge_commit_bytes`].
+    pub merge_commit_bytes: u64,
+    /// See [`FdTreeOptions::log_checkpoint_bytes`].
+    pub log_checkpoint_bytes: u64,
+    /// See [`FdTreeOptions::disk_budget_bytes`] (0: none).
+    pub disk_budget_bytes: u64,
+    /// Memory the memtables (active and frozen) may hold together.
+    pub memtable_bytes_max: u64,
 }
 
 impl FdTreeOptions {
     /// Checks the options and derives the sizing parameters.
+    #[allow(clippy::too_many_lines)] // one check per option, each with its message
     pub fn params(&self) -> Result<Params> {
         self.durability.validate()?;
         if !self.block_bytes.is_power_of_two()
@@ -130,6 +174,19 @@ impl FdTreeOptions {
                 format!(
                     "{} is not a power of two in {BLOCK_BYTES_MIN}..={BLOCK_BYTES_MAX}",
                     self.block_bytes
+                ),
+            ));
+        }
+        if !self.segment_bytes.is_power_of_two()
+            || !(SEGMENT_BYTES_MIN..=SEGMENT_TARGET_MAX.min(self.block_bytes))
+                .contains(&self.segment_bytes)
+        {
+            return Err(Error::option(
+                "segment_bytes",
+                format!(
+                    "{} is not a power of two in {SEGMENT_BYTES_MIN}..={}",
+                    self.segment_bytes,
+                    SEGMENT_TARGET_MAX.min(self.block_bytes)
                 ),
             ));
         }
@@ -145,32 +202,59 @@ impl FdTreeOptions {
         if self.value_bytes_max > VALUE_BYTES_MAX {
             return Err(Error::option("value_bytes_max", format!("must be <= {VALUE_BYTES_MAX}")));
         }
-        let kappa0_blocks = self.memory_budget_bytes / u64::from(self.block_bytes);
-        if kappa0_blocks == 0 {
+        if self.bloom_bits_per_key > BITS_PER_KEY_MAX {
             return Err(Error::option(
-                "memory_budget_bytes",
-                format!("must be at least one block ({} bytes)", self.block_bytes),
+                "bloom_bits_per_key",
+                format!("{} is over {BITS_PER_KEY_MAX}", self.bloom_bits_per_key),
             ));
         }
-        let payload_bytes = self.block_bytes - BLOCK_HEADER_BYTES as u32;
+        for (name, v) in [
+            ("merge_commit_bytes", self.merge_commit_bytes),
+            ("log_checkpoint_bytes", self.log_checkpoint_bytes),
+        ] {
+            if !(COMMIT_BYTES_MIN..=COMMIT_BYTES_MAX).contains(&v) {
+                return Err(Error::option(
+                    name,
+                    format!("{v} is outside {COMMIT_BYTES_MIN}..={COMMIT_BYTES_MAX}"),
+                ));
+            }
+        }
+        let block = u64::from(self.block_bytes);
+        if self.memory_budget_bytes < block.max(MEMORY_BUDGET_BYTES_MIN) {
+            return Err(Error::option(
+                "memory_budget_bytes",
+                format!(
+                    "must be at least one block and {MEMORY_BUDGET_BYTES_MIN} bytes ({} given)",
+                    self.memory_budget_bytes
+                ),
+            ));
+        }
+        let kappa0_blocks = self.memory_budget_bytes / block;
+        let header = SEGMENT_HEADER_BYTES as u64;
         let fence_max = fence_bytes(self.key_bytes_max) as u64;
-        // The largest record merge-execute must place in an empty block: a leading fence, a
-        // delete entry and an insert entry for one key (the four cases of section 2.2).
-        let group_max = fence_max
-            + delete_bytes(self.key_bytes_max) as u64
-            + insert_bytes(self.key_bytes_max, self.value_bytes_max) as u64;
-        if group_max > u64::from(payload_bytes) {
+        let data_max = (insert_bytes(self.key_bytes_max, self.value_bytes_max) as u64)
+            .max(delete_bytes_max(self.key_bytes_max) as u64);
+        // The largest group merge-execute must place in an empty block: a leading fence and
+        // one data entry of the longest key (and value), in at most two segments.
+        let group_max = fence_max + data_max + 2 * header;
+        if group_max > block || data_max + header > SEGMENT_BYTES_MAX as u64 {
             return Err(Error::option(
                 "block_bytes",
                 format!(
-                    "{} bytes cannot hold a fence, a delete and an insert of the largest key \
-                     ({} bytes) and value ({} bytes): {group_max} payload bytes are needed; \
-                     raise block_bytes or lower key_bytes_max/value_bytes_max",
+                    "{} bytes cannot hold a fence and an insert of the largest key ({} bytes) \
+                     and value ({} bytes): {group_max} bytes are needed; raise block_bytes or \
+                     lower key_bytes_max/value_bytes_max",
                     self.block_bytes, self.key_bytes_max, self.value_bytes_max
                 ),
             ));
         }
-        let cap_eff_bytes = u64::from(payload_bytes) - 2 * fence_max;
+        let segment_headers_max = 2 * block / u64::from(self.segment_bytes) + 4;
+        let cap_eff_bytes = block
+            .checked_sub(segment_headers_max * header + 2 * fence_max)
+            .filter(|&c| c > 0)
+            .ok_or_else(|| {
+                Error::option("block_bytes", "too small for its segment headers and two fences")
+            })?;
         // A fence-only level holds one fence per physical block of the level below, that is
         // at most 2 * kappa_(i+1) + 1 fences; it must fit kappa_i = kappa_(i+1) / gamma
         // blocks, or merge-finalize could not keep (I3) (see README, "variable-length keys").
@@ -185,13 +269,11 @@ impl FdTreeOptions {
                 ),
             ));
         }
-        if !(1..=65_536).contains(&self.merge_commit_blocks) {
-            return Err(Error::option("merge_commit_blocks", "must be 1..=65536"));
-        }
+        let reserve = fence_reserve(kappa0_blocks, gamma, fence_max, self.memory_budget_bytes);
+        let memtable_bytes_max = self.memory_budget_bytes - reserve;
         Ok(Params {
-            merge_commit_blocks: self.merge_commit_blocks as usize,
             block_bytes: self.block_bytes,
-            payload_bytes,
+            segment_bytes: self.segment_bytes,
             cap_eff_bytes,
             kappa0_blocks,
             size_ratio: gamma,
@@ -200,13 +282,25 @@ impl FdTreeOptions {
             verify_each_merge: self.verify_each_merge || cfg!(feature = "verify"),
             mode: self.mode,
             fence_bytes_max: fence_max,
-            cache_bytes: if self.cache_bytes < self.block_bytes as usize {
-                0 // too small to hold one block: no cache
+            cache_bytes: if self.cache_bytes < self.segment_bytes as usize {
+                0 // too small to hold one segment: no cache
             } else {
                 self.cache_bytes
             },
+            bloom_bits_per_key: self.bloom_bits_per_key,
+            merge_commit_bytes: self.merge_commit_bytes,
+            log_checkpoint_bytes: self.log_checkpoint_bytes,
+            disk_budget_bytes: self.disk_budget_bytes,
+            memtable_bytes_max,
         })
     }
+}
+
+/// Bytes of `L_0`'s memory reserved for its fences (section 4.2: "we always reserve
+/// `kappa_1` slots for `L_0^new`"): `kappa_1` fences of the longest key, at most half of the
+/// budget.
+fn fence_reserve(kappa0_blocks: u64, gamma: u64, fence_max: u64, budget: u64) -> u64 {
+    kappa0_blocks.saturating_mul(gamma).saturating_mul(fence_max).min(budget / 2)
 }
 
 impl Params {
@@ -219,28 +313,31 @@ impl Params {
         k
     }
 
-    /// The bytes of `L_0` that `kappa_0` allows: `kappa_0 * cap_eff`.
+    /// Bytes converted to blocks: `ceil(bytes / cap_eff)`.
+    pub fn blocks_of(&self, bytes: u64) -> u64 {
+        bytes.div_ceil(self.cap_eff_bytes)
+    }
+
+    /// Bytes of `L_0`'s fences that the reserve allows (a level may become `L_0` in
+    /// merge-finalize only if it fits, section 4.4.3).
+    pub fn fence_reserve_bytes(&self) -> u64 {
+        fence_reserve(self.kappa0_blocks, self.size_ratio, self.fence_bytes_max, u64::MAX)
+            .min(self.kappa0_blocks * u64::from(self.block_bytes) / 2)
+    }
+
+    /// Memory of the active memtable at which it is frozen and written out as a run.
+    pub fn memtable_freeze_bytes(&self) -> u64 {
+        self.memtable_bytes_max * FREEZE_NUMERATOR / FREEZE_DENOMINATOR
+    }
+
+    /// Sized bytes of `L_0`'s runs that make a merge due: `kappa_0` blocks' worth (I3).
     pub fn top_capacity_bytes(&self) -> u64 {
         self.kappa0_blocks.saturating_mul(self.cap_eff_bytes)
     }
 
-    /// Bytes of `L_0` reserved for the fences a background merge produces (section 4.2:
-    /// "we always reserve `kappa_1` slots for `L_0^new`"): `kappa_1` fences of the longest
-    /// key, at most half of `L_0` (the option checks make `kappa_1` fences fit half).
-    pub fn fence_reserve_bytes(&self) -> u64 {
-        self.kappa(1).saturating_mul(self.fence_bytes_max).min(self.top_capacity_bytes() / 2)
-    }
-
-    /// When a background merge (FD+DS) starts: `L_0` is close to, but below, its capacity,
-    /// leaving the fence reserve for the modifications and fences of the merge (section
-    /// 4.2). FD+XM merges when `B(L_0) > kappa_0` (section 2.2).
-    pub fn top_trigger_bytes(&self) -> u64 {
-        self.top_capacity_bytes() - self.fence_reserve_bytes()
-    }
-
-    /// Bytes converted to blocks: `ceil(bytes / cap_eff)`.
-    pub fn blocks_of(&self, bytes: u64) -> u64 {
-        bytes.div_ceil(self.cap_eff_bytes)
+    /// Segments of one block at most (directory bounds).
+    pub fn segments_per_block_max(&self) -> u64 {
+        2 * u64::from(self.block_bytes) / u64::from(self.segment_bytes) + 2
     }
 }
 
@@ -251,29 +348,38 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         let p = FdTreeOptions::default().params().unwrap();
-        assert_eq!(p.kappa0_blocks, 32);
-        assert_eq!(p.kappa(2), 32 * 64);
+        assert_eq!(p.kappa0_blocks, 128);
+        assert_eq!(p.kappa(2), 128 * 64);
+        assert!(p.cap_eff_bytes > 29 << 10, "{}", p.cap_eff_bytes);
+        assert!(p.memtable_freeze_bytes() < p.memtable_bytes_max);
+        assert!(p.memtable_bytes_max >= p.kappa0_blocks * u64::from(p.block_bytes) / 2);
     }
 
     #[test]
     fn bad_options_are_refused() {
-        let o = FdTreeOptions { block_bytes: 4096, ..FdTreeOptions::default() };
-        assert!(o.params().unwrap_err().is_invalid_argument());
-        let o = FdTreeOptions { size_ratio: 40, ..FdTreeOptions::default() };
-        assert!(o.params().unwrap_err().is_invalid_argument());
-        let o = FdTreeOptions { memory_budget_bytes: 10, ..FdTreeOptions::default() };
-        assert!(o.params().unwrap_err().is_invalid_argument());
-        let o = FdTreeOptions { mode: FcMode::Fc, ..FdTreeOptions::default() };
-        assert!(o.params().is_ok());
-        let o = FdTreeOptions { mode: FcMode::Ds, ..FdTreeOptions::default() };
-        let p = o.params().unwrap();
-        assert!(p.top_trigger_bytes() >= p.top_capacity_bytes() / 2);
+        let bad = [
+            FdTreeOptions { block_bytes: 4096, ..FdTreeOptions::default() },
+            FdTreeOptions { block_bytes: 3000, ..FdTreeOptions::default() },
+            FdTreeOptions { segment_bytes: 100, ..FdTreeOptions::default() },
+            FdTreeOptions { segment_bytes: 64 << 10, ..FdTreeOptions::default() },
+            FdTreeOptions { size_ratio: 40, ..FdTreeOptions::default() },
+            FdTreeOptions { size_ratio: 1, ..FdTreeOptions::default() },
+            FdTreeOptions { memory_budget_bytes: 10, ..FdTreeOptions::default() },
+            FdTreeOptions { key_bytes_max: 0, ..FdTreeOptions::default() },
+            FdTreeOptions { bloom_bits_per_key: 65, ..FdTreeOptions::default() },
+            FdTreeOptions { merge_commit_bytes: 0, ..FdTreeOptions::default() },
+            FdTreeOptions { log_checkpoint_bytes: u64::MAX, ..FdTreeOptions::default() },
+        ];
+        for o in bad {
+            assert!(o.params().unwrap_err().is_invalid_argument(), "{o:?}");
+        }
     }
 
     #[test]
-    fn small_keys_allow_small_blocks() {
+    fn small_keys_allow_small_blocks_and_large_gamma() {
         let o = FdTreeOptions {
             block_bytes: 4096,
+            segment_bytes: 1024,
             size_ratio: 24,
             key_bytes_max: 16,
             value_bytes_max: 128,

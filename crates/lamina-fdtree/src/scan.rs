@@ -1,177 +1,220 @@
-//! Ordered range scans over all levels. The start block of each disk level is found the way
-//! a lookup of the range's start key descends (fractional cascading, one block per level);
-//! then every level is read forward in parallel and, for each key, the topmost level holding
-//! a data entry decides: an insert entry is the value, a delete entry cancels the key (the
-//! same four cases as section 2.2).
+//! Ordered range scans (not in the paper). Every part of the tree that may hold a key of
+//! the range is read forward in parallel: the memtables, `L_0`'s runs and the disk levels,
+//! each from the block its index says holds the range's start. For each key the newest part
+//! holding a data entry decides: an insert entry is the value, a delete entry hides the key.
+//!
+//! During an FD+FC merge the range is split at the wavefront key (I7): keys up to it are
+//! read from `L_0^new` and the new levels, larger keys from `L_0^new`, `L_0^old` and the old
+//! levels. The engine holds the stage gate shared, so the wavefront does not move and no
+//! block is reclaimed meanwhile. During an FD+DS merge scans read the old levels.
 
 use std::ops::Bound;
+use std::sync::Arc;
 
 use lamina_core::{Entry as Pair, KeyRange, Result};
 
-use crate::entry::{BlockPtr, Entry};
+use crate::format::entry::EntryRef;
 use crate::level::DiskLevel;
-use crate::level::LevelCursor;
-use crate::top::DataSlot;
-use crate::top::TopLevel;
+use crate::level::cursor::LevelCursor;
+use crate::memtable::{Memtable, Slot};
+use crate::store::BlockStore;
 use crate::tree::Tree;
 
-/// What one scan pass reads: the `L_0` parts (newest first), the disk levels, and the
-/// pointer a lookup of the start key follows into the first disk level.
-struct View<'a> {
-    tops: Vec<&'a TopLevel>,
-    levels: &'a [DiskLevel],
-    first_ptr: Option<BlockPtr>,
+/// Entries a memtable cursor copies out per refill (its lock is held only meanwhile).
+const MEM_BATCH: usize = 256;
+/// Blocks a scan's level cursor reads ahead.
+const SCAN_READAHEAD_BLOCKS: u32 = 2;
+
+/// What one pass of a scan reads, newest first.
+#[derive(Debug)]
+pub(crate) struct ScanView {
+    memtables: Vec<Arc<Memtable>>,
+    disk: Vec<DiskLevel>,
 }
 
 impl Tree {
-    /// Up to `limit` live pairs in `range`, in key order.
-    ///
-    /// During an FD+FC merge the range is split at the wavefront key (I7): keys up to it are
-    /// read from `L_0^new` and the new levels, larger keys from `L_0^new`, `L_0^old` and the
-    /// old levels. The engine holds the stage gate, so the wavefront does not move meanwhile.
-    pub fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Pair>> {
-        let mut out = Vec::new();
-        if limit == 0 || range.is_empty() {
-            return Ok(out);
-        }
-        let Some(fc) = &self.fc else {
-            let start = start_key(range);
-            let fence_top = self.fence_top();
-            let view = View {
-                tops: std::iter::once(&self.top).chain(self.frozen_top.as_deref()).collect(),
-                levels: &self.levels,
-                first_ptr: fence_top.fence_at_or_before(start).map(|(_, p)| p),
-            };
-            self.scan_view(&view, range, limit, &mut out)?;
-            return Ok(out);
+    /// The views a scan of `range` reads, in key order (two during an FD+FC merge: behind
+    /// and beyond the wavefront), each with its part of the range.
+    pub(crate) fn scan_views(&self, range: &KeyRange) -> Vec<(ScanView, KeyRange)> {
+        let memtables: Vec<Arc<Memtable>> =
+            std::iter::once(self.top.active.clone()).chain(self.top.frozen.clone()).collect();
+        let view = |runs: &[DiskLevel], more_runs: &[DiskLevel], levels: &[DiskLevel]| ScanView {
+            memtables: memtables.clone(),
+            disk: runs.iter().chain(more_runs).chain(levels).cloned().collect(),
         };
-        let w = fc.wavefront_key.as_slice();
-        if !w.is_empty() {
-            let behind = KeyRange { start: range.start.clone(), end: clip_end(&range.end, w) };
-            if !behind.is_empty() {
-                let view = View {
-                    tops: vec![&self.top],
-                    levels: &self.levels,
-                    first_ptr: self.top.fence_at_or_before(start_key(&behind)).map(|(_, p)| p),
-                };
-                self.scan_view(&view, &behind, limit, &mut out)?;
+        if let Some(fc) = &self.fc {
+            let w = fc.wavefront_key.as_slice();
+            let mut out = Vec::new();
+            if !w.is_empty() {
+                let behind = KeyRange { start: range.start.clone(), end: clip_end(&range.end, w) };
+                if !behind.is_empty() {
+                    out.push((view(&self.top.runs, &[], &self.levels), behind));
+                }
             }
+            let ahead = KeyRange { start: clip_start(&range.start, w), end: range.end.clone() };
+            if !ahead.is_empty() {
+                out.push((view(&self.top.runs, &fc.old_runs, &fc.old_levels), ahead));
+            }
+            return out;
         }
-        let ahead = KeyRange { start: clip_start(&range.start, w), end: range.end.clone() };
-        if out.len() < limit && !ahead.is_empty() {
-            // The smallest key beyond the wavefront is `w` followed by a zero byte.
-            let mut first = w.to_vec();
-            first.push(0);
-            let start = start_key(&ahead).max(first.as_slice()).to_vec();
-            let view = View {
-                tops: vec![&self.top, &fc.old_top],
-                levels: &fc.old_levels,
-                first_ptr: fc
-                    .old_top
-                    .fence_at_or_before(&start)
-                    .map(|(_, p)| p)
-                    .or(fc.wavefront_ptr),
-            };
-            self.scan_view(&view, &ahead, limit, &mut out)?;
+        if let Some(side) = &self.side {
+            return vec![(view(&self.top.runs, &side.old_runs, &side.old_levels), range.clone())];
         }
-        Ok(out)
+        vec![(view(&self.top.runs, &[], &self.levels), range.clone())]
     }
+}
 
-    /// Adds the live pairs of `range` in `view` to `out`, up to `limit` in all.
-    fn scan_view(
+impl ScanView {
+    /// Adds the live pairs of `range` to `out`, up to `limit` in all.
+    pub(crate) fn scan(
         &self,
-        view: &View<'_>,
+        store: &BlockStore,
         range: &KeyRange,
         limit: usize,
         out: &mut Vec<Pair>,
     ) -> Result<()> {
+        if out.len() >= limit || range.is_empty() {
+            return Ok(());
+        }
         let start = start_key(range);
-        let mut cursors = self.cursors_at(view, start)?;
-        let mut tops: Vec<_> =
-            view.tops.iter().map(|t| t.data_from(Bound::Included(start)).peekable()).collect();
-        loop {
-            let mut key: Option<Vec<u8>> = None;
-            for top in &mut tops {
-                if let Some((k, _)) = top.peek()
-                    && key.as_deref().is_none_or(|m| k.as_slice() < m)
-                {
-                    key = Some((*k).clone());
-                }
+        let mut sources: Vec<Source> = self
+            .memtables
+            .iter()
+            .map(|m| Source::Mem(MemCursor::new(m.clone(), range.start.clone())))
+            .collect();
+        for level in &self.disk {
+            let block = level.index.read().segment_anywhere(start).map_or(0, |p| p.block);
+            let mut c = LevelCursor::new(level, store, block, SCAN_READAHEAD_BLOCKS);
+            c.skip_while(|e| !e.is_data() || !after_start(&range.start, e.key()))?;
+            sources.push(Source::Disk(c));
+        }
+        let mut key = Vec::new();
+        while out.len() < limit {
+            for s in &mut sources {
+                s.settle()?;
             }
-            for c in &mut cursors {
-                if let Some(e) = next_data(c)?
-                    && key.as_deref().is_none_or(|k| e.key() < k)
-                {
-                    key = Some(e.key().to_vec());
-                }
-            }
-            let Some(key) = key else { break };
-            if range.is_past_end(&key) {
+            let Some(min) = sources.iter().filter_map(Source::peek_key).min() else { break };
+            if range.is_past_end(min) {
                 break;
             }
-            // The topmost level with data for the key decides.
-            let mut decided: Option<Option<Vec<u8>>> = None;
-            for top in &mut tops {
-                if top.peek().is_some_and(|(k, _)| **k == key) {
-                    let (_, DataSlot { insert, .. }) = top.next().expect("peeked");
-                    if decided.is_none() {
-                        decided = Some(insert.clone());
+            key.clear();
+            key.extend_from_slice(min);
+            let mut value: Option<Option<Vec<u8>>> = None;
+            for s in &mut sources {
+                if s.peek_key() == Some(key.as_slice()) {
+                    if value.is_none() {
+                        value = Some(s.value());
                     }
+                    s.advance()?;
                 }
             }
-            for c in &mut cursors {
-                let (mut any, mut insert) = (false, None);
-                while next_data(c)?.is_some_and(|e| e.key() == key.as_slice()) {
-                    any = true;
-                    if let Some(Entry::Insert { value, .. }) = c.next_entry()? {
-                        insert = Some(value);
-                    }
-                }
-                if any && decided.is_none() {
-                    decided = Some(insert);
-                }
-            }
-            if range.contains(&key)
-                && let Some(Some(value)) = decided
-            {
-                out.push((key, value));
-                if out.len() == limit {
-                    break;
-                }
+            if let Some(Some(v)) = value {
+                out.push((key.clone(), v));
             }
         }
         Ok(())
     }
+}
 
-    /// Cursors for every disk level, each at the block a lookup of `key` would visit.
-    fn cursors_at<'v>(&'v self, view: &View<'v>, key: &[u8]) -> Result<Vec<LevelCursor<'v>>> {
-        let mut cursors = Vec::with_capacity(view.levels.len());
-        let mut ptr = view.first_ptr;
-        let last = view.levels.len().saturating_sub(1);
-        for (i, level) in view.levels.iter().enumerate() {
-            let p = ptr.ok_or_else(|| {
-                self.store.corruption(&*level.file, 0, "no fence leads to this level (I1)")
-            })?;
-            let block = level.read(&self.store, p)?;
-            ptr = if i == last {
-                None
-            } else {
-                match block.fence_at_or_before(key) {
-                    Some(Entry::Fence { ptr, .. }) => Some(*ptr),
-                    _ => None,
-                }
-            };
-            cursors.push(LevelCursor::new(level, &self.store, p.index, Some(block)));
+/// One part of the tree, read in key order.
+enum Source {
+    Mem(MemCursor),
+    Disk(LevelCursor),
+}
+
+impl Source {
+    /// Moves past fences and to the next block as needed, so that a data entry (or the
+    /// end) is current.
+    fn settle(&mut self) -> Result<()> {
+        match self {
+            Source::Mem(m) => {
+                m.refill();
+                Ok(())
+            }
+            Source::Disk(c) => c.skip_while(|e| !e.is_data()),
         }
-        Ok(cursors)
+    }
+
+    fn peek_key(&self) -> Option<&[u8]> {
+        match self {
+            Source::Mem(m) => m.buf.get(m.pos).map(|(k, _)| &**k),
+            Source::Disk(c) => c.peek().map(|e| e.key()),
+        }
+    }
+
+    /// The current entry's value (`None`: a delete entry).
+    fn value(&self) -> Option<Vec<u8>> {
+        match self {
+            Source::Mem(m) => match &m.buf[m.pos].1 {
+                Slot::Insert(v) => Some(v.to_vec()),
+                Slot::Delete { .. } => None,
+            },
+            Source::Disk(c) => match c.peek() {
+                Some(EntryRef::Insert { value, .. }) => Some(value.to_vec()),
+                _ => None,
+            },
+        }
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        match self {
+            Source::Mem(m) => {
+                m.pos += 1;
+                Ok(())
+            }
+            Source::Disk(c) => c.advance(),
+        }
     }
 }
 
-/// The key a scan of `range` starts its descent with.
+/// A memtable read in batches, so that its lock is never held across a whole scan.
+struct MemCursor {
+    mem: Arc<Memtable>,
+    next: Bound<Vec<u8>>,
+    buf: Vec<(Box<[u8]>, Slot)>,
+    pos: usize,
+    done: bool,
+}
+
+impl MemCursor {
+    fn new(mem: Arc<Memtable>, start: Bound<Vec<u8>>) -> Self {
+        MemCursor { mem, next: start, buf: Vec::new(), pos: 0, done: false }
+    }
+
+    fn refill(&mut self) {
+        if self.pos < self.buf.len() || self.done {
+            return;
+        }
+        self.buf.clear();
+        self.pos = 0;
+        let inner = self.mem.read();
+        let start = match &self.next {
+            Bound::Included(k) => Bound::Included(k.as_slice()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        self.buf
+            .extend(inner.range_from(start).take(MEM_BATCH).map(|(k, s)| (k.into(), s.clone())));
+        drop(inner);
+        match self.buf.last() {
+            Some((k, _)) => self.next = Bound::Excluded(k.to_vec()),
+            None => self.done = true,
+        }
+    }
+}
+
 fn start_key(range: &KeyRange) -> &[u8] {
     match &range.start {
         Bound::Included(k) | Bound::Excluded(k) => k,
         Bound::Unbounded => b"",
+    }
+}
+
+fn after_start(start: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+    match start {
+        Bound::Included(s) => key >= s.as_slice(),
+        Bound::Excluded(s) => key > s.as_slice(),
+        Bound::Unbounded => true,
     }
 }
 
@@ -189,12 +232,4 @@ fn clip_start(start: &Bound<Vec<u8>>, w: &[u8]) -> Bound<Vec<u8>> {
         Bound::Included(k) | Bound::Excluded(k) if k.as_slice() > w => start.clone(),
         _ => Bound::Excluded(w.to_vec()),
     }
-}
-
-/// The cursor's next data entry, skipping fences.
-fn next_data<'c>(c: &'c mut LevelCursor<'_>) -> Result<Option<&'c Entry>> {
-    while c.peek()?.is_some_and(|e| !e.is_data()) {
-        c.next_entry()?;
-    }
-    c.peek()
 }

@@ -1,79 +1,110 @@
-//! Block I/O: every read and write of a level block goes through here, and through the
-//! `lamina-storage` trait below it. One level is one file (`fd-<id>.lvl`) of consecutive
-//! blocks, so "the next block of a level" (the paper's linked list) is the next index, a merge
-//! writes each new level sequentially, and a replaced level is reclaimed by removing its file.
+//! Block and file I/O: every read and write of a level goes through here, and through the
+//! `lamina-storage` trait below it.
+//!
+//! Files, all named `fd-<id>` with an 8-digit id that is never reused:
+//! - `.lvl`: a level or `L_0` run, block `n` at `n * block_bytes` (the paper's linked list of
+//!   blocks is the file order; a merge writes each new level sequentially);
+//! - `.idx`: that level's index (`format/index.rs`), written when the level is finished;
+//! - `.fen`: `L_0`'s fences at a checkpoint (`persist/fences.rs`);
+//! - `.mrg`: an FD+FC merge's progress record (`fc/progress.rs`).
 //!
 //! FD+FC (section 4) reclaims old blocks one at a time during a merge by punching them out
-//! of their level file (`StorageFile::punch_hole`): the file keeps its length, the block's
-//! space is freed, and the file is removed once the merge has reclaimed all of it.
+//! of their file (`StorageFile::punch_hole`): the file keeps its length, the block's space
+//! is freed, and the file is removed once the merge is over.
+//!
+//! Lookups read single segments through an optional cache of segments (segments are written
+//! once and never modified, and file ids are never reused, so a cached segment is valid as
+//! long as it is reachable; segments of removed files age out).
 
+use std::cell::RefCell;
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use lamina_core::codec::Decode;
 use lamina_core::{Error, Result};
 use lamina_storage::cache::{Access, BlockCache, BlockKey, CacheConfig};
 use lamina_storage::{OpenMode, Storage, StorageFile};
 
-use crate::block::Block;
-use crate::entry::Entry;
+use crate::format::index::SegmentPos;
+use crate::format::segment::{EntryRun, SEGMENT_HEADER_BYTES, SegmentAddr, parse_segment};
 use crate::options::Params;
 
-/// Name of level file `id`.
-pub fn level_file_name(id: u32) -> String {
-    format!("fd-{id:08}.lvl")
+/// Kinds of files a tree keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A level or run's blocks.
+    Level,
+    /// A level or run's index.
+    Index,
+    /// `L_0`'s fences.
+    Fences,
+    /// An FD+FC merge's progress record.
+    Progress,
 }
 
-/// Name of `L_0` snapshot file `id` (same block format, see `persist.rs`).
-pub fn snapshot_file_name(id: u32) -> String {
-    format!("fd-{id:08}.top")
+impl FileKind {
+    const ALL: [FileKind; 4] =
+        [FileKind::Level, FileKind::Index, FileKind::Fences, FileKind::Progress];
+
+    fn suffix(self) -> &'static str {
+        match self {
+            FileKind::Level => "lvl",
+            FileKind::Index => "idx",
+            FileKind::Fences => "fen",
+            FileKind::Progress => "mrg",
+        }
+    }
 }
 
-/// Name of FD+FC merge progress record file `id` (`fc/progress.rs`).
-pub fn progress_file_name(id: u32) -> String {
-    format!("fd-{id:08}.mrg")
+/// Name of file `id` of `kind`.
+pub fn file_name(id: u32, kind: FileKind) -> String {
+    format!("fd-{id:08}.{}", kind.suffix())
 }
 
-/// The id of a level, snapshot or merge progress file name.
-pub fn parse_file_name(name: &str) -> Option<u32> {
+/// The id and kind of a tree file name.
+pub fn parse_file_name(name: &str) -> Option<(u32, FileKind)> {
     let rest = name.strip_prefix("fd-")?;
-    let id = rest
-        .strip_suffix(".lvl")
-        .or_else(|| rest.strip_suffix(".top"))
-        .or_else(|| rest.strip_suffix(".mrg"))?;
-    if id.len() != 8 {
+    let (id, suffix) = rest.split_once('.')?;
+    if id.len() != 8 || !id.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    id.parse().ok()
+    let kind = FileKind::ALL.into_iter().find(|k| k.suffix() == suffix)?;
+    Some((id.parse().ok()?, kind))
 }
 
-/// Reads and writes level blocks.
+thread_local! {
+    /// A lookup's segment buffer (no allocation per lookup).
+    static SEGMENT_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Reads and writes level files.
 #[derive(Debug, Clone)]
 pub struct BlockStore {
     storage: Arc<dyn Storage>,
-    /// Block cache for lookups (Algorithm 2 probes). Level files are written once by a
-    /// merge and never modified, and file ids are never reused, so a cached block is valid
-    /// for as long as it is reachable; blocks of removed files age out.
     cache: Option<Arc<BlockCache>>,
     block_bytes: usize,
+    /// Frames of the cache: a 2-byte length, then a segment of at most this many bytes.
+    frame_bytes: usize,
     key_bytes_max: usize,
     value_bytes_max: usize,
 }
 
 impl BlockStore {
-    /// A block store over `storage`.
+    /// A store over `storage`.
     pub fn new(storage: Arc<dyn Storage>, params: &Params) -> Self {
-        let cache = (params.cache_bytes > 0).then(|| {
+        let frame_bytes = params.segment_bytes as usize + 2;
+        let cache = (params.cache_bytes >= frame_bytes).then(|| {
             let config = CacheConfig {
                 capacity_bytes: params.cache_bytes,
-                block_bytes: params.block_bytes as usize,
+                block_bytes: frame_bytes,
                 pinned_overflow_bytes_max: params.cache_bytes / 8,
             };
-            Arc::new(BlockCache::new(config).expect("options checked: the cache holds a block"))
+            Arc::new(BlockCache::new(config).expect("options checked: the cache holds a frame"))
         });
         BlockStore {
             storage,
             cache,
             block_bytes: params.block_bytes as usize,
+            frame_bytes,
             key_bytes_max: params.key_bytes_max,
             value_bytes_max: params.value_bytes_max,
         }
@@ -84,150 +115,151 @@ impl BlockStore {
         &self.storage
     }
 
-    /// Creates level file `id` (it must not exist).
-    pub fn create(&self, id: u32) -> Result<Arc<dyn StorageFile>> {
-        self.storage.open(&level_file_name(id), OpenMode::CreateNew)
-    }
-
-    /// Creates snapshot file `id` (it must not exist).
-    pub fn create_snapshot(&self, id: u32) -> Result<Arc<dyn StorageFile>> {
-        self.storage.open(&snapshot_file_name(id), OpenMode::CreateNew)
-    }
-
-    /// Opens existing level or snapshot file `id`.
-    pub fn open_existing(&self, id: u32) -> Result<Arc<dyn StorageFile>> {
-        let name = level_file_name(id);
-        if self.storage.exists(&name)? {
-            return self.storage.open(&name, OpenMode::Existing);
-        }
-        self.storage.open(&snapshot_file_name(id), OpenMode::Existing)
-    }
-
-    /// Removes level, snapshot or merge progress file `id`.
-    pub fn remove(&self, id: u32) -> Result<()> {
-        for name in [level_file_name(id), progress_file_name(id)] {
-            if self.storage.exists(&name)? {
-                return self.storage.remove(&name);
-            }
-        }
-        self.storage.remove(&snapshot_file_name(id))
-    }
-
-    /// Writes block `index` of level file `file_id`.
-    pub fn write(
-        &self,
-        file: &dyn StorageFile,
-        file_id: u32,
-        index: u32,
-        entries: &[Entry],
-    ) -> Result<()> {
-        crate::block::write_entries(file, self.block_bytes, file_id, index, entries)
-    }
-
-    /// Reads and decodes block `index` of level file `file_id`: one read call.
-    pub fn read(&self, file: &dyn StorageFile, file_id: u32, index: u32) -> Result<Block> {
-        let path = self.storage.path_of(file.name());
-        let limits = (self.key_bytes_max, self.value_bytes_max);
-        Block::read(file, &path, self.block_bytes, file_id, index, limits)
-    }
-
-    /// Runs Algorithm 2 on block `index` of level file `file_id` for `key`: one read call,
-    /// no decoding into owned entries.
-    pub fn probe(
-        &self,
-        file: &dyn StorageFile,
-        file_id: u32,
-        index: u32,
-        key: &[u8],
-    ) -> Result<crate::probe::Probe> {
-        let path = self.storage.path_of(file.name());
-        if let Some(cache) = &self.cache {
-            return self.cached_probe(cache, file, &path, file_id, index, key);
-        }
-        let payload = Block::read_payload(file, &path, self.block_bytes, file_id, index)?;
-        crate::probe::probe(&payload, key, self.key_bytes_max, self.value_bytes_max).map_err(|e| {
-            let header = lamina_storage::block::BLOCK_HEADER_BYTES as u64;
-            e.at(&path, u64::from(index) * self.block_bytes as u64 + header)
-        })
-    }
-
-    /// Probes a block through the cache. A miss reads the block, checks it (the storage
-    /// block format's checksum, type, owner and position; a corrupt block is reported and
-    /// never cached) and caches its payload, length-prefixed; a hit probes the cached
-    /// payload in place (no checksum, no copy: it was checked when loaded).
-    fn cached_probe(
-        &self,
-        cache: &BlockCache,
-        file: &dyn StorageFile,
-        path: &std::path::Path,
-        file_id: u32,
-        index: u32,
-        key: &[u8],
-    ) -> Result<crate::probe::Probe> {
-        let offset = u64::from(index) * self.block_bytes as u64;
-        let key_of = BlockKey::new(u64::from(file_id), u64::from(index));
-        let pinned = cache.pin(key_of, Access::Point, |frame| {
-            let mut raw = vec![0u8; self.block_bytes];
-            file.read_exact_at(offset, &mut raw)?;
-            let block =
-                lamina_storage::block::Block::decode(&raw).map_err(|e| e.at(path, offset))?;
-            block
-                .expect(crate::block::LEVEL_BLOCK_TYPE, u64::from(file_id), u64::from(index))
-                .map_err(|reason| Error::corruption(path, offset, reason))?;
-            let len = block.payload.len();
-            assert!(len + 4 <= frame.len(), "a block's payload fits its frame");
-            frame[..4].copy_from_slice(&(len as u32).to_le_bytes());
-            frame[4..4 + len].copy_from_slice(&block.payload);
-            Ok(())
-        })?;
-        let guard = pinned.read();
-        let len = u32::from_le_bytes(guard[..4].try_into().expect("4 bytes")) as usize;
-        let payload = &guard[4..4 + len];
-        crate::probe::probe(payload, key, self.key_bytes_max, self.value_bytes_max).map_err(|e| {
-            let header = lamina_storage::block::BLOCK_HEADER_BYTES as u64;
-            e.at(path, offset + header)
-        })
-    }
-
-    /// The key and value limits blocks are decoded with.
-    pub fn params_limits(&self) -> (usize, usize) {
-        (self.key_bytes_max, self.value_bytes_max)
-    }
-
     /// The block size.
     pub fn block_bytes(&self) -> usize {
         self.block_bytes
     }
 
-    /// Frees the space of block `index` of a level file (FD+FC reclaims old blocks one at a
-    /// time during a merge, section 4.4.2); the block reads as zeros afterwards.
-    pub fn punch_block(&self, file: &dyn StorageFile, index: u32) -> Result<()> {
+    /// The key and value limits entries are decoded with.
+    pub fn limits(&self) -> (usize, usize) {
+        (self.key_bytes_max, self.value_bytes_max)
+    }
+
+    /// The path of file `id` of `kind` (for error messages).
+    pub fn path(&self, id: u32, kind: FileKind) -> PathBuf {
+        self.storage.path_of(&file_name(id, kind))
+    }
+
+    /// Creates file `id` of `kind` (it must not exist).
+    pub fn create(&self, id: u32, kind: FileKind) -> Result<Arc<dyn StorageFile>> {
+        self.storage.open(&file_name(id, kind), OpenMode::CreateNew)
+    }
+
+    /// Opens existing file `id` of `kind`.
+    pub fn open_existing(&self, id: u32, kind: FileKind) -> Result<Arc<dyn StorageFile>> {
+        self.storage.open(&file_name(id, kind), OpenMode::Existing)
+    }
+
+    /// Removes every file of id `id` that exists (a level and its index, a fences file, a
+    /// progress record).
+    pub fn remove_all(&self, id: u32) -> Result<()> {
+        for kind in FileKind::ALL {
+            let name = file_name(id, kind);
+            if self.storage.exists(&name)? {
+                self.storage.remove(&name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `bytes` (whole blocks) as blocks `first..` of a level file.
+    pub fn write_blocks(&self, file: &dyn StorageFile, first: u32, bytes: &[u8]) -> Result<()> {
+        debug_assert_eq!(bytes.len() % self.block_bytes, 0, "whole blocks");
+        file.write_all_at(u64::from(first) * self.block_bytes as u64, bytes)
+    }
+
+    /// Reads `count` blocks from block `first` of a level file into `buf` (resized).
+    pub fn read_blocks(
+        &self,
+        file: &dyn StorageFile,
+        first: u32,
+        count: u32,
+        buf: &mut Vec<u8>,
+    ) -> Result<()> {
+        buf.resize(count as usize * self.block_bytes, 0);
+        file.read_exact_at(u64::from(first) * self.block_bytes as u64, buf)
+    }
+
+    /// Frees the space of blocks `first..first + count` of a level file (FD+FC reclaims old
+    /// blocks during a merge, section 4.4.2); they read as zeros afterwards.
+    pub fn punch_blocks(&self, file: &dyn StorageFile, first: u32, count: u32) -> Result<()> {
         let bytes = self.block_bytes as u64;
-        file.punch_hole(u64::from(index) * bytes, bytes)
+        file.punch_hole(u64::from(first) * bytes, u64::from(count) * bytes)
     }
 
-    /// Block cache counters (hits, misses), if there is a cache.
-    pub fn cache_stats(&self) -> Option<lamina_storage::cache::CacheStats> {
-        self.cache.as_ref().map(|c| c.stats())
-    }
-
-    /// Makes a level file durable.
-    pub fn sync(&self, file: &dyn StorageFile) -> Result<()> {
-        file.sync_data()
-    }
-
-    /// The corruption error for a structural problem found in `file` at block `index`.
+    /// The corruption error for a structural problem found in level file `file` at block
+    /// `index` (plus `offset` bytes).
     pub fn corruption(
         &self,
         file: &dyn StorageFile,
         index: u32,
+        offset: u64,
         reason: impl Into<String>,
     ) -> Error {
         Error::corruption(
             self.storage.path_of(file.name()),
-            u64::from(index) * self.block_bytes as u64,
+            u64::from(index) * self.block_bytes as u64 + offset,
             reason,
         )
+    }
+
+    /// Runs `f` on the entries of segment `pos` of level file `file_id` (checked: checksum,
+    /// place, entry order), read through the cache.
+    pub fn with_segment<R>(
+        &self,
+        file: &dyn StorageFile,
+        file_id: u32,
+        pos: SegmentPos,
+        f: impl FnOnce(EntryRun<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let addr = SegmentAddr { file: file_id, block: pos.block, offset: pos.offset };
+        let at = u64::from(pos.block) * self.block_bytes as u64 + u64::from(pos.offset);
+        let len = usize::from(pos.len);
+        let bad = |e: lamina_core::codec::DecodeError| e.at(&self.storage.path_of(file.name()), at);
+        if let Some(cache) = &self.cache
+            && len + 2 <= self.frame_bytes
+        {
+            let key = BlockKey::new(u64::from(file_id), at);
+            let pinned = cache.pin(key, Access::Point, |frame| {
+                file.read_exact_at(at, &mut frame[2..2 + len])?;
+                // Checked once, when loaded: a corrupt segment is reported, never cached.
+                parse_segment(&frame[2..2 + len], addr).map_err(bad)?;
+                frame[..2].copy_from_slice(&(len as u16).to_le_bytes());
+                Ok(())
+            })?;
+            let guard = pinned.read();
+            let cached = usize::from(u16::from_le_bytes([guard[0], guard[1]]));
+            if cached != len {
+                return Err(self.corruption(
+                    file,
+                    pos.block,
+                    u64::from(pos.offset),
+                    format!("segment cached with {cached} bytes, the index says {len}"),
+                ));
+            }
+            let count = u16::from_le_bytes([guard[2 + 20], guard[2 + 21]]);
+            return f(EntryRun { bytes: &guard[2 + SEGMENT_HEADER_BYTES..2 + len], count });
+        }
+        SEGMENT_BUF.with_borrow_mut(|buf| {
+            buf.resize(len, 0);
+            file.read_exact_at(at, buf)?;
+            let seg = parse_segment(buf, addr).map_err(bad)?;
+            f(seg.entries)
+        })
+    }
+
+    /// Segment cache counters (hits, misses), if there is a cache.
+    pub fn cache_stats(&self) -> Option<lamina_storage::cache::CacheStats> {
+        self.cache.as_ref().map(|c| c.stats())
+    }
+
+    /// Drops the cached segments of a removed level file.
+    pub fn forget_file(&self, file_id: u32) {
+        if let Some(cache) = &self.cache {
+            cache.invalidate_file(u64::from(file_id));
+        }
+    }
+
+    /// Writes a whole small file (an index, a fences file, a progress record) and syncs it.
+    pub fn write_file(&self, id: u32, kind: FileKind, bytes: &[u8]) -> Result<()> {
+        let file = self.create(id, kind)?;
+        file.write_all_at(0, bytes)?;
+        file.sync_data()
+    }
+
+    /// Reads a whole small file.
+    pub fn read_file(&self, id: u32, kind: FileKind) -> Result<Vec<u8>> {
+        self.storage.read_all(&file_name(id, kind))
     }
 }
 
@@ -237,10 +269,12 @@ mod tests {
 
     #[test]
     fn file_names_parse() {
-        assert_eq!(parse_file_name(&level_file_name(42)), Some(42));
-        assert_eq!(parse_file_name(&snapshot_file_name(7)), Some(7));
-        assert_eq!(parse_file_name(&progress_file_name(9)), Some(9));
+        for kind in FileKind::ALL {
+            assert_eq!(parse_file_name(&file_name(42, kind)), Some((42, kind)));
+        }
         assert_eq!(parse_file_name("fdtree.super"), None);
         assert_eq!(parse_file_name("fd-1.lvl"), None);
+        assert_eq!(parse_file_name("fd-0000000x.lvl"), None);
+        assert_eq!(parse_file_name("fd-00000001.tmp"), None);
     }
 }

@@ -1,17 +1,17 @@
-//! `verify()`: walks the whole tree and checks every invariant of section 2.1, (I1)-(I6),
-//! plus what lookups and merges rely on: order within levels, the four cases of section 2.2
-//! per key and level, fence routing (every entry of a level is in the block that the fence
-//! with the largest key `<= its key` in the level above points to), the bookkeeping of each
-//! level, and the exact counters `N_delta`, `N_nabla` (every delete cancels exactly one
-//! insert below it, Remark A.1). Reads every block; meant for tests and debugging.
-
-use std::collections::BTreeMap;
+//! `verify()`: reads the whole tree and checks every invariant of section 2.1, (I1)-(I6),
+//! plus what lookups and merges rely on: order within levels and runs, at most one data
+//! entry per key and level, fence routing (every entry of a level is in the block that the
+//! fence with the largest key `<= its key` in the level above points to), the bookkeeping
+//! of each level (counts, index, Bloom filter), and the packing bound of `options.rs`. Reads
+//! every block; meant for tests and debugging (`FdTreeOptions::verify_each_merge`).
 
 use lamina_core::{Error, Result};
 
-use crate::entry::{BlockPtr, Entry, insert_bytes};
-use crate::level::{DiskLevel, LevelStats};
-use crate::merge::coalesce;
+use crate::format::bloom::key_hash;
+use crate::format::entry::{BlockPtr, Entry, EntryRef};
+use crate::format::stats::LevelStats;
+use crate::level::DiskLevel;
+use crate::level::cursor::LevelCursor;
 use crate::tree::Tree;
 
 fn violation(what: impl Into<String>) -> Error {
@@ -25,92 +25,147 @@ struct LevelContent {
 }
 
 impl Tree {
-    /// Checks every invariant; returns the first violation found as an error.
+    /// Checks every invariant; returns the first violation found as an error. Not during
+    /// a merge (the engine waits for merges first).
     pub fn verify(&self) -> Result<()> {
         if self.merge_in_progress() {
             return Err(Error::Unsupported {
-                what: "verify during a background merge (wait for merges first)".into(),
+                what: "verify during a merge (wait for merges first)".into(),
             });
         }
-        let h = self.height();
         let mut prev_label = 0;
-        for l in &self.levels {
+        for l in self.levels.iter() {
             if l.label <= prev_label {
                 return Err(violation(format!("level labels not increasing at {}", l.label)));
             }
             prev_label = l.label;
         }
-        // L_0: the four cases hold by construction of DataSlot; (I2) and bottom rules.
-        let top_entries = self.top.entries();
-        if h > 1 && self.top.fence_at_or_before(b"").is_none() {
-            return Err(violation("(I2) L_0 lacks the -infinity fence"));
+        if self.levels.is_empty() != self.top.fences.is_empty() {
+            return Err(violation("L_0 has fences without disk levels, or the reverse"));
         }
-        if h == 1 && (self.top.fence_count() > 0 || top_entries.iter().any(is_delete)) {
-            return Err(violation("L_0 is the bottom level but holds fences or deletes"));
+        for run in self.top.runs.iter() {
+            let c = self.check_level(run, false, true)?;
+            if c.entries.iter().any(|(_, e)| matches!(e, Entry::Fence { .. })) {
+                return Err(violation(format!("run {} holds a fence", run.file_id)));
+            }
         }
-        let contents: Vec<LevelContent> =
-            self.levels.iter().map(|l| self.check_level(l)).collect::<Result<_>>()?;
-        // Fence routing and (I1) between each pair of adjacent materialized levels.
+        let contents: Vec<LevelContent> = self
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| self.check_level(l, i + 1 == self.levels.len(), false))
+            .collect::<Result<_>>()?;
         let top_fences: Vec<(Vec<u8>, BlockPtr)> =
-            self.top.fences().map(|(k, p)| (k.clone(), *p)).collect();
+            self.top.fences.iter().map(|(k, p)| (k.to_vec(), p)).collect();
         for (i, level) in self.levels.iter().enumerate() {
-            let upper: Vec<(Vec<u8>, BlockPtr)> =
-                if i == 0 { top_fences.clone() } else { fences_of(&contents[i - 1]) };
-            let bottom = i + 1 == self.levels.len();
-            check_routing(level, bottom, &upper, &contents[i])?;
+            let upper = if i == 0 { top_fences.clone() } else { fences_of(&contents[i - 1]) };
+            check_routing(level, i + 1 == self.levels.len(), &upper, &contents[i])?;
         }
         self.check_sizes()?;
-        self.check_counters(&top_entries, &contents)
+        let mut merged = LevelStats::default();
+        for l in self.top.runs.iter().chain(self.levels.iter()) {
+            merged.merge(&l.stats);
+        }
+        let c = crate::tree::Counters::of(&merged);
+        if self.merge_due().is_none() && c.underflows() {
+            return Err(violation(format!(
+                "(I6) N_nabla {} > N_delta {} / 3",
+                c.deletes, c.inserts
+            )));
+        }
+        Ok(())
     }
 
-    /// Reads a level; checks order, (I2), bottom rules and the recorded statistics.
-    fn check_level(&self, level: &DiskLevel) -> Result<LevelContent> {
-        let bottom = self.levels.last().is_some_and(|b| b.label == level.label);
-        let name = format!("L_{}", level.label);
-        if level.blocks == 0 {
-            return Err(violation(format!("{name} has no blocks")));
-        }
+    /// Reads a level or run; checks order, (I2), bottom rules, and its counts, index and
+    /// filter against what it holds.
+    fn check_level(&self, level: &DiskLevel, bottom: bool, run: bool) -> Result<LevelContent> {
+        let name =
+            if run { format!("run {}", level.file_id) } else { format!("L_{}", level.label) };
         let file_len = level.file.len()?;
         if file_len != u64::from(level.blocks) * u64::from(self.params.block_bytes) {
             return Err(violation(format!("{name} file is {file_len} bytes long")));
         }
+        let index = level.index.read();
+        if index.blocks() != level.blocks {
+            return Err(violation(format!("{name}: index of {} blocks", index.blocks())));
+        }
         let mut stats = LevelStats::default();
         let mut content = LevelContent { entries: Vec::new(), first_keys: Vec::new() };
-        for index in 0..level.blocks {
-            let block = self.store.read(&*level.file, level.file_id, index)?;
-            match block.entries.first() {
-                Some(Entry::Fence { key, .. }) if !bottom && index == 0 && !key.is_empty() => {
-                    return Err(violation(format!("(I2) {name} lacks the -inf fence")));
-                }
-                Some(Entry::Fence { .. }) if !bottom => {}
-                _ if !bottom => {
-                    return Err(violation(format!("(I2) {name} block {index} starts with data")));
-                }
-                None if level.blocks > 1 => {
-                    return Err(violation(format!("{name} block {index} is empty")));
-                }
-                _ => {}
+        let mut cursor = LevelCursor::new(level, &self.store, 0, 4);
+        loop {
+            let loaded = cursor.load_block()?;
+            if loaded.is_empty() {
+                break;
             }
-            content
-                .first_keys
-                .push(block.entries.first().map(|e| e.key().to_vec()).unwrap_or_default());
-            for (pos, e) in block.entries.into_iter().enumerate() {
-                if bottom && !matches!(e, Entry::Insert { .. }) {
+            for &index_no in &loaded[..loaded.len() - 1] {
+                // Passed over: blocks without entries.
+                if level.blocks > 1 || !bottom {
+                    return Err(violation(format!("{name} block {index_no} is empty")));
+                }
+                content.first_keys.push(Vec::new());
+            }
+            let block = *loaded.last().expect("one block loaded");
+            if cursor.peek().is_none() {
+                // The only block of a bottom level whose entries all cancelled.
+                if level.blocks > 1 || !bottom {
+                    return Err(violation(format!("{name} block {block} is empty")));
+                }
+                content.first_keys.push(Vec::new());
+                continue;
+            }
+            let mut first = true;
+            let mut fences = Vec::new();
+            while let Some(e) = cursor.peek() {
+                if first {
+                    content.first_keys.push(e.key().to_vec());
+                    match e {
+                        EntryRef::Fence { key, .. }
+                            if !run && !bottom && block == 0 && !key.is_empty() =>
+                        {
+                            return Err(violation(format!(
+                                "(I2) {name} lacks the -infinity fence"
+                            )));
+                        }
+                        EntryRef::Fence { .. } => {}
+                        _ if !run && !bottom => {
+                            return Err(violation(format!(
+                                "(I2) {name} block {block} starts with data"
+                            )));
+                        }
+                        _ => {}
+                    }
+                }
+                if bottom && !matches!(e, EntryRef::Insert { .. }) {
                     return Err(violation(format!("bottom {name} holds a fence or delete")));
                 }
-                if let Some((_, prev)) = content.entries.last()
-                    && prev.order(&e).is_ge()
-                {
-                    return Err(violation(format!("{name} out of order at block {index}")));
+                if e.is_data() && !index.bloom().may_contain_hash(key_hash(e.key())) {
+                    return Err(violation(format!("{name}: the filter misses {:?}", e.key())));
                 }
-                stats.add(&e, pos == 0 && !e.is_data());
-                content.entries.push((index, e));
+                if let EntryRef::Fence { key, ptr } = e {
+                    fences.push((key.to_vec(), ptr));
+                }
+                stats.add(&e, first);
+                first = false;
+                content.entries.push((block, e.to_owned_entry()));
+                cursor.advance()?;
             }
+            let indexed: Vec<(Vec<u8>, BlockPtr)> =
+                index.block_fences(block).map(|(k, p)| (k.to_vec(), p)).collect();
+            if indexed != fences {
+                return Err(violation(format!("{name} block {block}: index fences differ")));
+            }
+        }
+        if content.first_keys.len() != level.blocks as usize {
+            return Err(violation(format!(
+                "{name}: {} of {} blocks read",
+                content.first_keys.len(),
+                level.blocks
+            )));
         }
         if stats != level.stats {
             return Err(violation(format!(
-                "{name} stats {:?} != recorded {:?}",
-                stats, level.stats
+                "{name} counts {stats:?} != recorded {:?}",
+                level.stats
             )));
         }
         // Greedy packing keeps two consecutive blocks above cap_eff (see options.rs).
@@ -121,17 +176,15 @@ impl Tree {
         Ok(content)
     }
 
-    /// (I3), (I4), (I5).
+    /// (I3), (I4), (I5). `L_0`'s size is its runs' and fences' (its memtables are bounded
+    /// by memory); it may exceed `kappa_0` only while a merge is due.
     fn check_sizes(&self) -> Result<()> {
         let p = &self.params;
-        let mut sizes = vec![(0, self.top_size_blocks())];
+        let top = p.blocks_of(self.top.runs_sized_bytes() + self.top.fences.sized_bytes());
+        let mut sizes = vec![(0, top)];
         sizes.extend(self.levels.iter().map(|l| (l.label, l.size_blocks(p))));
         for (i, &(label, b)) in sizes.iter().enumerate() {
-            // With background merges (FD+DS), L_0 over its trigger is the state right before a
-            // due merge: modifications may arrive between the switch and the next merge, and
-            // L_0^new's entries join the new L_0 at the switch. Writers wait while L_0^old and
-            // L_0^new fill kappa_0, so L_0 stays bounded; (I3) is checked for the disk levels.
-            let due = self.background_merges && label == 0 && self.background_merge_due().is_some();
+            let due = label == 0 && self.merge_due().is_some();
             if b > p.kappa(label) && !due {
                 return Err(violation(format!(
                     "(I3) B(L_{label}) = {b} > kappa = {}",
@@ -161,58 +214,6 @@ impl Tree {
         }
         Ok(())
     }
-
-    /// Exact counters, every delete cancelling one insert below, and (I6).
-    fn check_counters(&self, top: &[Entry], levels: &[LevelContent]) -> Result<()> {
-        let mut by_key: BTreeMap<&[u8], Vec<Vec<Entry>>> = BTreeMap::new();
-        let depth = levels.len() + 1;
-        let all = std::iter::once(top.iter().collect::<Vec<_>>())
-            .chain(levels.iter().map(|c| c.entries.iter().map(|(_, e)| e).collect()));
-        let (mut inserts, mut deletes, mut bytes) = (0u64, 0u64, 0u64);
-        for (d, entries) in all.enumerate() {
-            for e in entries {
-                match e {
-                    Entry::Fence { .. } => continue,
-                    Entry::Delete { .. } => deletes += 1,
-                    Entry::Insert { key, value } => {
-                        inserts += 1;
-                        bytes += insert_bytes(key.len(), value.len()) as u64;
-                    }
-                }
-                by_key.entry(e.key()).or_insert_with(|| vec![Vec::new(); depth])[d].push(e.clone());
-            }
-        }
-        let mut cancelled = 0;
-        for (key, per_level) in &by_key {
-            let net = coalesce(key, per_level.iter().rev().cloned())
-                .map_err(|r| violation(format!("key {key:?}: {r}")))?;
-            if net.delete {
-                return Err(violation(format!("key {key:?}: a delete cancels nothing (A.1)")));
-            }
-            cancelled += net.cancelled_bytes;
-        }
-        let c = self.counters;
-        if (c.inserts, c.deletes, c.insert_bytes, c.cancelled_bytes)
-            != (inserts, deletes, bytes, cancelled)
-        {
-            return Err(violation(format!(
-                "counters {c:?} != counted ({inserts}, {deletes}, {bytes}, {cancelled})"
-            )));
-        }
-        // With background merges (FD+DS) a violation of (I6) makes an underflow merge due
-        // (`Tree::background_merge_due`); modifications may arrive before it runs.
-        if c.underflows() && !self.background_merges {
-            return Err(violation(format!(
-                "(I6) N_nabla {} > N_delta {} / 3",
-                c.deletes, c.inserts
-            )));
-        }
-        Ok(())
-    }
-}
-
-fn is_delete(e: &Entry) -> bool {
-    matches!(e, Entry::Delete { .. })
 }
 
 fn fences_of(c: &LevelContent) -> Vec<(Vec<u8>, BlockPtr)> {

@@ -1,6 +1,6 @@
 //! The conformance kit against the `fdtree` engine, per concurrency mode (FD+XM, FD+DS, FD+FC):
 //! volatile, and persistent across close/open through the manifest. A one-block `L_0` makes
-//! the kit's workloads merge often. (FD+FC is refused with `Unsupported`; see the README.)
+//! the kit's workloads merge often.
 
 use lamina_fdtree::{FcMode, FdTreeOptions};
 

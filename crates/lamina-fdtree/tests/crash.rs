@@ -22,6 +22,7 @@ fn tiny_in(mode: FcMode) -> FdTreeOptions {
         mode,
         memory_budget_bytes: 512,
         block_bytes: 512,
+        segment_bytes: 512,
         size_ratio: 2,
         key_bytes_max: 8,
         value_bytes_max: 8,
@@ -98,7 +99,7 @@ fn every_crash_point_recovers_acknowledged_writes_fc() {
 /// from the last one (its freed old blocks are gone for good).
 #[test]
 fn every_crash_point_recovers_acknowledged_writes_fc_resuming_merges() {
-    every_crash_point_recovers(|| FdTreeOptions { merge_commit_blocks: 1, ..tiny_in(FcMode::Fc) });
+    every_crash_point_recovers(|| FdTreeOptions { merge_commit_bytes: 512, ..tiny_in(FcMode::Fc) });
 }
 
 fn every_crash_point_recovers_acknowledged_writes(mode: FcMode) {
@@ -129,12 +130,15 @@ fn every_crash_point_recovers(tiny: impl Fn() -> FdTreeOptions) {
             let ok = got == state_after(&steps, n)
                 || (n < steps.len() && got == state_after(&steps, n + 1));
             assert!(ok, "crash at op {crash_op}: state is not that after {n} or {} steps", n + 1);
-            let (levels, top) = db.with_tree(|t| (t.materialized_labels().len() - 1, 1))?;
+            let levels = db.with_tree(|t| t.materialized_labels().len() - 1 + t.run_count())?;
             let files = recovered.list()?;
-            let lvl = files.iter().filter(|n| n.starts_with("fd-") && n.contains(".lvl")).count();
-            let snap = files.iter().filter(|n| n.starts_with("fd-") && n.contains(".top")).count();
-            assert_eq!(lvl, levels, "crash at op {crash_op}: leaked level files {files:?}");
-            assert!(snap <= top, "crash at op {crash_op}: leaked snapshots {files:?}");
+            let count = |suffix: &str| {
+                files.iter().filter(|n| n.starts_with("fd-") && n.ends_with(suffix)).count()
+            };
+            assert_eq!(count(".lvl"), levels, "crash at op {crash_op}: leaked levels {files:?}");
+            assert_eq!(count(".idx"), levels, "crash at op {crash_op}: leaked indexes {files:?}");
+            assert!(count(".fen") <= 1, "crash at op {crash_op}: leaked fences {files:?}");
+            assert_eq!(count(".mrg"), 0, "crash at op {crash_op}: leaked progress {files:?}");
             db.close()
         },
     )

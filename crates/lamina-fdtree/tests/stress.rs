@@ -41,6 +41,7 @@ fn readers_writers_and_merges(mode: FcMode) {
         verify_each_merge: true,
         memory_budget_bytes: 512,
         block_bytes: 512,
+        segment_bytes: 512,
         size_ratio: 2,
         key_bytes_max: 8,
         value_bytes_max: 8,
@@ -107,8 +108,10 @@ fn readers_writers_and_merges(mode: FcMode) {
     }
     assert_eq!(all.len() as u64, WRITERS * KEYS_PER_WRITER);
     assert!(all.iter().all(|(_, v)| v == &ROUNDS.to_le_bytes()));
-    let merges = db.with_tree(|t| t.merge_counts().overflow).unwrap();
-    assert!(merges > 20, "{merges} merges");
+    // Merges ran throughout (background merges take every run written meanwhile, so they
+    // are fewer than the runs).
+    let m = db.with_tree(lamina_fdtree::Tree::merge_counts).unwrap();
+    assert!(m.overflow >= 3 && m.runs_written > 20, "{m:?}");
 }
 
 #[test]

@@ -4,46 +4,85 @@
 //!   `L_0^old` with the wavefront fence, new and old upper levels, below-merge levels) and
 //!   merge-prepare with preemptive level skipping (section 4.4.1).
 //! - `run.rs`: merge-execute's main loop, m-stage / m-insert / m-delete with block-wise data
-//!   movement and block reclamation (section 4.4.2, Remark A.5), and its end (the chain of
-//!   last old blocks reclaimed with latch coupling).
-//! - `progress.rs`, `commit.rs`, `recover.rs`: crash recovery as in Remark A.6: the merge
-//!   start is committed (`L_0^old` snapshot, start of `L_0^new` in the log), then progress
-//!   records at stage boundaries; an old block's space is freed only after a record that
-//!   covers its entries is committed, and recovery resumes the merge from the last record.
-//! - `finalize.rs`: merge-finalize (section 4.4.3: `o_i = 0` only within `kappa_1`, `L_z`'s
-//!   content added to `L_0` after its fences are removed, `L_1..L_z` deleted top-down).
+//!   movement and block reclamation (section 4.4.2, Remark A.5), its end, and
+//!   merge-finalize (section 4.4.3).
+//! - `progress.rs`, `recover.rs`: crash recovery as in Remark A.6: progress records at stage
+//!   boundaries, committed before the old blocks they cover are freed; recovery resumes the
+//!   merge from the last record.
 //!
-//! Lookups (`lookup.rs`) and the latches (`latch.rs`) are shared with the other modes.
-//!
-//! Locks and why they cannot deadlock (section 4.5). Order: stage gate, then the tree lock
-//! (the paper's `L_0` mutex), then block latches top-down.
-//! - A lookup takes the tree lock, then the shared latch of the first block, releases the
-//!   tree lock, and descends with coupling (holds one latch while taking the next one
-//!   below). It only ever waits downward.
-//! - m-insert writes new levels bottom-up but holds at most one latch at a time: it takes a
-//!   block's exclusive latch, appends, releases it, and only then writes the level above; a
-//!   new block needs no latch (no fence points to it yet). Fences for `L_0^new` are published
-//!   under the tree lock at m-delete, never while a latch is held. So m-insert never holds a
-//!   latch a lookup needs while waiting for one the lookup holds.
-//! - m-delete changes `L_0^old` and the wavefront under the tree lock, releases it, then
-//!   reclaims old head blocks one at a time (exclusive latch, no coupling: there is a single
-//!   writer of the disk levels, the merge, so early release cannot deadlock two writers).
-//! - The end of merge-execute and merge-finalize delete old chains and skipped levels
-//!   top-down, taking the next level's exclusive latch before releasing the current one:
-//!   the same direction as lookups.
-//! - Modifications take only the tree lock (exclusive, short) and the latches of a lookup.
+//! Locks and why they cannot deadlock (section 4.5). Order: the commit lock (persistent
+//! trees), the stage gate, the tree lock (the paper's `L_0` mutex), then a block latch or a
+//! tail's mutex; nobody holds two latches.
+//! - A lookup takes the tree lock shared for `L_0`, releases it, then takes one block's
+//!   latch at a time (shared) for each read (`level/latches.rs`).
+//! - m-insert holds no latch: the data level is read only up to its written blocks, and a
+//!   fence-only level's tail is updated under its mutex for one fence at a time.
+//! - m-delete changes `L_0^old`, `L_0^new`'s fences and the wavefront under the tree lock,
+//!   releases it, then reclaims old head blocks one at a time (exclusive latch).
+//! - The end of merge-execute and merge-finalize switch the tree under the tree lock, then
+//!   mark the replaced levels reclaimed (each latch stripe exclusively, no lock held).
 //! - Scans (not in the paper) take the stage gate shared: the merge holds it exclusively
-//!   for each stage, so a scan sees the tree between stages (wavefront fixed) and blocks
-//!   are never reclaimed under it; a scan delays the merge by at most its own length.
+//!   for each stage, so a scan sees the tree between stages (wavefront fixed) and blocks are
+//!   never reclaimed under it; a scan delays the merge by at most its own length.
 
-mod commit;
-mod finalize;
-pub mod progress;
+pub(crate) mod progress;
 mod recover;
 mod run;
 mod state;
 mod verify;
 
+use lamina_core::Result;
+use parking_lot::RwLock;
+
 pub use progress::{MergeProgress, NewLevelProgress};
-pub(crate) use run::{FcHooks, run_fc_merge};
-pub(crate) use state::{FcPending, FcState};
+pub(crate) use run::run_fc_merge;
+pub(crate) use state::{FcMerge, FcState};
+
+use crate::level::writer::RetryPolicy;
+use crate::tree::Tree;
+
+/// What an FD+FC merge needs from the engine around the tree.
+pub(crate) trait FcHost {
+    /// The tree lock.
+    fn tree(&self) -> &RwLock<Option<Tree>>;
+    /// Held exclusively by the merge for each stage (scans hold it shared).
+    fn stage_gate(&self) -> &RwLock<()>;
+    /// Test hook, called after each stage with no lock held.
+    fn hold_point(&self);
+    /// What the new levels do when a write fails (a full disk is waited out).
+    fn retry_policy(&self) -> RetryPolicy;
+    /// Whether the tree is persistent (commits, and frees reclaimed blocks only after the
+    /// progress record covering them is committed).
+    fn persistent(&self) -> bool;
+    /// Runs `work` holding the commit lock, then commits the tree's state (a no-op for a
+    /// volatile tree, which removes replaced files at once instead). `work` gets the tree
+    /// lock itself where it needs it.
+    fn commit_after(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<()>;
+}
+
+impl<H: FcHost + ?Sized> FcHost for &H {
+    fn tree(&self) -> &RwLock<Option<Tree>> {
+        (**self).tree()
+    }
+    fn stage_gate(&self) -> &RwLock<()> {
+        (**self).stage_gate()
+    }
+    fn hold_point(&self) {
+        (**self).hold_point();
+    }
+    fn retry_policy(&self) -> RetryPolicy {
+        (**self).retry_policy()
+    }
+    fn persistent(&self) -> bool {
+        (**self).persistent()
+    }
+    fn commit_after(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        (**self).commit_after(work)
+    }
+}
+
+/// Runs `f` on the tree under its exclusive lock.
+pub(crate) fn with_tree<R>(host: &dyn FcHost, f: impl FnOnce(&mut Tree) -> Result<R>) -> Result<R> {
+    let mut guard = host.tree().write();
+    f(guard.as_mut().ok_or(lamina_core::Error::Closed)?)
+}

@@ -3,25 +3,24 @@
 //! a progress record covering their entries is committed.
 //!
 //! A record describes the merge at a stage boundary: the wavefront (key and pointer), the
-//! first block of each old merged level still needed (blocks before it are reclaimed and may
-//! be punched), for each new level the blocks already written and synced, its sizes, and the
-//! entries of its tail (the block m-insert is filling, in memory), the fences the merge has
-//! put into `L_0^new`, `p_last` and the cancellation counts. `L_0^old` is the snapshot the
-//! manifest names (written when the merge started, `applied_seq` = the start of the merge),
-//! minus the entries up to the wavefront; `L_0^new`'s modifications are the log records after
-//! `applied_seq`. Byte layout: `docs/format/fdtree-merge-progress.md`.
+//! last key processed, the first block still needed of each old source (`L_0^old`'s runs,
+//! then the old merged levels; blocks before it are reclaimed and may be punched), for each
+//! new level the blocks written and synced and the entries of the block being filled, the
+//! fences the merge has put into `L_0^new`, and `p_last`. The levels, runs and fences as the
+//! merge began are the ones the manifest names; the runs written since are its `new_runs`;
+//! the memtable's records are in the log after `applied_seq`.
+//! Byte layout: `docs/format/fdtree-merge-progress.md`.
 
 use lamina_core::codec::{Decode, DecodeError, Encode, Reader, put_bytes, put_varint};
 use lamina_core::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 
-use crate::entry::{BlockPtr, Entry};
-use crate::level::LevelStats;
+use crate::format::entry::{BlockPtr, Entry, EntryRef};
+use crate::format::sealed;
 use crate::merge::Trigger;
+use crate::persist::manifest::{LEVELS_MAX, RUNS_MAX};
 
 const MAGIC: u32 = u32::from_le_bytes(*b"FDMP");
-const VERSION: u32 = 1;
-/// Most levels a record may describe (as the manifest).
-const LEVELS_MAX: u64 = 256;
+const VERSION: u32 = 2;
 /// Most entries of one tail block or of `L_0^new`'s fences.
 const ENTRIES_MAX: u64 = 1 << 24;
 
@@ -32,11 +31,9 @@ pub struct NewLevelProgress {
     pub label: u64,
     /// Level file id.
     pub file_id: u32,
-    /// Blocks written and synced (the tail is block `flushed_blocks`).
-    pub flushed_blocks: u32,
-    /// Sizes of everything written, tail included.
-    pub stats: LevelStats,
-    /// The tail's entries, if a tail was started.
+    /// Blocks written and synced (the block being filled is block `written_blocks`).
+    pub written_blocks: u32,
+    /// The block being filled, if one was started: its entries.
     pub tail: Option<Vec<Entry>>,
 }
 
@@ -53,21 +50,19 @@ pub struct MergeProgress {
     pub skipped_preemptively: u64,
     /// Whether merge-prepare tightened the data level (stats).
     pub tightened_preemptively: u64,
-    /// Whether merge-execute has processed any key group (the `-infinity` group first).
-    pub started: bool,
     /// (I7) wavefront key (empty: `-infinity`).
     pub wavefront_key: Vec<u8>,
     /// The wavefront fence's pointer.
     pub wavefront_ptr: Option<BlockPtr>,
+    /// The last key merge-execute processed (`None`: none yet).
+    pub processed: Option<Vec<u8>>,
     /// `p_last` of merge-execute.
     pub p_last: Option<BlockPtr>,
-    /// Insert/delete pairs cancelled so far.
-    pub cancellations: u64,
-    /// Their insert bytes.
-    pub cancelled_bytes: u64,
-    /// `(file id, first block still needed)` of each old merged level, top-down.
+    /// Entries dropped so far because newer ones shadowed them.
+    pub shadowed: u64,
+    /// `(file id, first block still needed)` of each old source.
     pub old_heads: Vec<(u32, u32)>,
-    /// The new levels, labels increasing.
+    /// The new levels, labels increasing (the last one receives the data).
     pub new_levels: Vec<NewLevelProgress>,
     /// Fences the merge has put into `L_0^new`.
     pub top_fences: Vec<(Vec<u8>, BlockPtr)>,
@@ -94,7 +89,7 @@ fn get_ptr(r: &mut Reader<'_>) -> Result<Option<BlockPtr>, DecodeError> {
 
 fn count(r: &mut Reader<'_>, max: u64, what: &str) -> Result<usize, DecodeError> {
     let n = r.varint()?;
-    if n > max {
+    if n > max || n > r.remaining() as u64 {
         return Err(r.error(format!("{n} {what}")));
     }
     Ok(n as usize)
@@ -108,16 +103,22 @@ impl MergeProgress {
             Trigger::Overflow => 0,
             Trigger::Underflow => 1,
         });
-        for v in [self.m, self.height_before, self.skipped_preemptively] {
+        for v in
+            [self.m, self.height_before, self.skipped_preemptively, self.tightened_preemptively]
+        {
             put_varint(out, v);
         }
-        put_varint(out, self.tightened_preemptively);
-        out.push(u8::from(self.started));
         put_bytes(out, &self.wavefront_key);
         put_ptr(out, self.wavefront_ptr);
+        match &self.processed {
+            None => out.push(0),
+            Some(k) => {
+                out.push(1);
+                put_bytes(out, k);
+            }
+        }
         put_ptr(out, self.p_last);
-        out.extend_from_slice(&self.cancellations.to_le_bytes());
-        out.extend_from_slice(&self.cancelled_bytes.to_le_bytes());
+        out.extend_from_slice(&self.shadowed.to_le_bytes());
         put_varint(out, self.old_heads.len() as u64);
         for (file, head) in &self.old_heads {
             out.extend_from_slice(&file.to_le_bytes());
@@ -127,15 +128,14 @@ impl MergeProgress {
         for l in &self.new_levels {
             put_varint(out, l.label);
             out.extend_from_slice(&l.file_id.to_le_bytes());
-            out.extend_from_slice(&l.flushed_blocks.to_le_bytes());
-            l.stats.encode_to(out);
+            out.extend_from_slice(&l.written_blocks.to_le_bytes());
             match &l.tail {
                 None => out.push(0),
                 Some(entries) => {
                     out.push(1);
                     put_varint(out, entries.len() as u64);
                     for e in entries {
-                        e.encode_to(out);
+                        e.as_ref().encode_to(out);
                     }
                 }
             }
@@ -150,17 +150,17 @@ impl MergeProgress {
 
 impl Encode for MergeProgress {
     fn encoded_len(&self) -> usize {
-        crate::sealed::sealed_len(|out| self.encode_body(out))
+        sealed::sealed_len(|out| self.encode_body(out))
     }
 
     fn encode_to(&self, out: &mut Vec<u8>) {
-        crate::sealed::seal(out, |out| self.encode_body(out));
+        sealed::seal(out, |out| self.encode_body(out));
     }
 }
 
 impl Decode for MergeProgress {
     fn decode(input: &[u8]) -> Result<Self, DecodeError> {
-        let body = crate::sealed::unseal(input, "merge progress")?;
+        let body = sealed::unseal(input, "merge progress")?;
         let mut r = Reader::new(body);
         if r.u32()? != MAGIC {
             return Err(DecodeError::new(0, "not an fdtree merge progress record"));
@@ -181,17 +181,16 @@ impl Decode for MergeProgress {
         if m == 0 || m > LEVELS_MAX || height_before > LEVELS_MAX {
             return Err(r.error(format!("m {m}, height {height_before}")));
         }
-        let started = match r.u8()? {
-            0 => false,
-            1 => true,
-            other => return Err(r.error(format!("started flag {other}"))),
-        };
         let wavefront_key = r.bytes_with_len(KEY_BYTES_MAX)?.to_vec();
         let wavefront_ptr = get_ptr(&mut r)?;
+        let processed = match r.u8()? {
+            0 => None,
+            1 => Some(r.bytes_with_len(KEY_BYTES_MAX)?.to_vec()),
+            other => return Err(r.error(format!("processed flag {other}"))),
+        };
         let p_last = get_ptr(&mut r)?;
-        let cancellations = r.u64()?;
-        let cancelled_bytes = r.u64()?;
-        let n = count(&mut r, LEVELS_MAX, "old levels")?;
+        let shadowed = r.u64()?;
+        let n = count(&mut r, LEVELS_MAX + RUNS_MAX, "old sources")?;
         let mut old_heads = Vec::with_capacity(n);
         for _ in 0..n {
             old_heads.push((r.u32()?, r.u32()?));
@@ -201,32 +200,34 @@ impl Decode for MergeProgress {
         for _ in 0..n {
             let label = r.varint()?;
             let file_id = r.u32()?;
-            let flushed_blocks = r.u32()?;
-            let stats = LevelStats::decode_from(&mut r)?;
+            let written_blocks = r.u32()?;
             let tail = match r.u8()? {
                 0 => None,
                 1 => {
                     let n = count(&mut r, ENTRIES_MAX, "tail entries")?;
-                    let mut entries = Vec::with_capacity(n.min(4096));
+                    let mut entries: Vec<Entry> = Vec::with_capacity(n.min(4096));
                     for _ in 0..n {
                         let at = r.position();
-                        let e = Entry::decode_from(&mut r, KEY_BYTES_MAX, VALUE_BYTES_MAX)?;
-                        if entries.last().is_some_and(|p: &Entry| p.order(&e).is_ge()) {
+                        let e = EntryRef::decode_from(&mut r, KEY_BYTES_MAX, VALUE_BYTES_MAX)?;
+                        if entries.last().is_some_and(|p| p.as_ref().order(&e).is_ge()) {
                             return Err(DecodeError::new(at, "tail entries out of order"));
                         }
-                        entries.push(e);
+                        entries.push(e.to_owned_entry());
                     }
                     Some(entries)
                 }
                 other => return Err(r.error(format!("tail flag {other}"))),
             };
-            new_levels.push(NewLevelProgress { label, file_id, flushed_blocks, stats, tail });
+            new_levels.push(NewLevelProgress { label, file_id, written_blocks, tail });
         }
         let n = count(&mut r, ENTRIES_MAX, "L_0^new fences")?;
-        let mut top_fences = Vec::with_capacity(n.min(4096));
+        let mut top_fences: Vec<(Vec<u8>, BlockPtr)> = Vec::with_capacity(n.min(4096));
         for _ in 0..n {
             let key = r.bytes_with_len(KEY_BYTES_MAX)?.to_vec();
             let ptr = get_ptr(&mut r)?.ok_or_else(|| r.error("fence without pointer"))?;
+            if top_fences.last().is_some_and(|(k, _)| *k >= key) {
+                return Err(r.error("L_0^new fences out of order"));
+            }
             top_fences.push((key, ptr));
         }
         r.finish()?;
@@ -236,12 +237,11 @@ impl Decode for MergeProgress {
             height_before,
             skipped_preemptively,
             tightened_preemptively,
-            started,
             wavefront_key,
             wavefront_ptr,
+            processed,
             p_last,
-            cancellations,
-            cancelled_bytes,
+            shadowed,
             old_heads,
             new_levels,
             top_fences,
@@ -253,36 +253,28 @@ impl Decode for MergeProgress {
 mod tests {
     use super::*;
 
-    pub(crate) fn sample() -> MergeProgress {
+    fn sample() -> MergeProgress {
         MergeProgress {
             trigger: Trigger::Underflow,
             m: 3,
             height_before: 4,
             skipped_preemptively: 1,
             tightened_preemptively: 0,
-            started: true,
             wavefront_key: b"key-17".to_vec(),
             wavefront_ptr: Some(BlockPtr { file: 4, index: 9 }),
+            processed: Some(b"key-19".to_vec()),
             p_last: None,
-            cancellations: 12,
-            cancelled_bytes: 340,
-            old_heads: vec![(4, 9), (6, 31)],
+            shadowed: 12,
+            old_heads: vec![(3, 2), (4, 9), (6, 31)],
             new_levels: vec![
-                NewLevelProgress {
-                    label: 2,
-                    file_id: 10,
-                    flushed_blocks: 1,
-                    stats: LevelStats { fence_bytes: 40, ..LevelStats::default() },
-                    tail: None,
-                },
+                NewLevelProgress { label: 2, file_id: 10, written_blocks: 1, tail: None },
                 NewLevelProgress {
                     label: 3,
                     file_id: 11,
-                    flushed_blocks: 7,
-                    stats: LevelStats { data_bytes: 900, inserts: 30, ..LevelStats::default() },
+                    written_blocks: 7,
                     tail: Some(vec![
-                        Entry::Delete { key: b"a".to_vec() },
-                        Entry::Insert { key: b"a".to_vec(), value: b"v".to_vec() },
+                        Entry::Fence { key: b"a".to_vec(), ptr: BlockPtr { file: 6, index: 3 } },
+                        Entry::Delete { key: b"a".to_vec(), cancelled_len: 9 },
                         Entry::Insert { key: b"b".to_vec(), value: vec![] },
                     ]),
                 },

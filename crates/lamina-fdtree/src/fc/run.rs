@@ -1,203 +1,344 @@
 //! FD+FC merge-execute (section 4.4.2): the main loop of m-stage, m-insert and m-delete,
-//! run by the merge thread while lookups and modifications go on, and its end.
+//! run by the merge thread while lookups and modifications go on, its end, and
+//! merge-finalize (section 4.4.3).
+//!
+//! The wavefront (I7) moves only as far as the data level is written: after each stage it
+//! is set to the last key of the data level's last written block (`LevelWriter::
+//! written_through`), not to the last key processed. Entries processed beyond it are
+//! still found through `L_0^old` and the old levels, whose blocks are reclaimed only once the
+//! wavefront has passed the first key of the next block (Remark A.5), so a lookup behind the
+//! wavefront never needs the block the merge is filling in the data level, and that block
+//! needs no latch (`level/writer.rs`).
 
-use lamina_core::{Error, Result};
-use parking_lot::RwLock;
+use lamina_core::Result;
+use lamina_core::codec::Encode;
 
-use super::state::FcPending;
-use crate::latch::ExclusiveLatch;
+use super::progress::{MergeProgress, NewLevelProgress};
+use super::state::FcMerge;
+use super::{FcHost, with_tree};
 use crate::level::DiskLevel;
-use crate::merge::execute::MergeRun;
-use crate::store::BlockStore;
-use crate::tree::Tree;
+use crate::merge::run::MergeRun;
+use crate::merge::side::{IntoTop, finalize_plan};
+use crate::persist::fences;
+use crate::store::{BlockStore, FileKind};
+use crate::top::Fences;
 
-/// What the merge needs from the engine around the tree.
-pub(crate) struct FcHooks<'a> {
-    /// The tree lock (the paper's `L_0` mutex).
-    pub tree: &'a RwLock<Option<Tree>>,
-    /// Held exclusively for each stage (scans hold it shared; see `fc/mod.rs`).
-    pub gate: &'a RwLock<()>,
-    /// Called after each m-delete: `L_0^old` shrank, so waiting modifications may proceed
-    /// (dynamic memory sharing, section 4.2).
-    pub progress: &'a dyn Fn(),
-    /// Test hook, called after each stage with no lock held.
-    pub after_stage: &'a dyn Fn(),
+/// An old block reclaimed by m-delete whose space is freed after the next progress commit.
+#[derive(Debug)]
+struct Reclaimed {
+    level: DiskLevel,
+    block: u32,
 }
 
-impl FcHooks<'_> {
-    pub(crate) fn with_tree<R>(&self, f: impl FnOnce(&mut Tree) -> Result<R>) -> Result<R> {
-        let mut guard = self.tree.write();
-        f(guard.as_mut().ok_or(Error::Closed)?)
-    }
-
-    pub(crate) fn with_tree_read<R>(&self, f: impl FnOnce(&Tree) -> Result<R>) -> Result<R> {
-        let guard = self.tree.read();
-        f(guard.as_ref().ok_or(Error::Closed)?)
-    }
-}
-
-/// Runs merge-execute and merge-finalize of the FD+FC merge `pending` (begun by
-/// `Tree::begin_fc_merge`). An error leaves the tree in its state between two stages, which
-/// lookups read correctly; the engine then refuses modifications until it is reopened
-/// (a persistent tree recovers from its last commit and log).
-pub(crate) fn run_fc_merge(hooks: &FcHooks<'_>, pending: FcPending) -> Result<()> {
-    let FcPending {
+/// Runs merge-execute and merge-finalize of the FD+FC merge `merge` (begun by
+/// `Tree::begin_fc_merge`, or rebuilt by recovery). An error leaves the tree in its state
+/// between two stages, which lookups read correctly; the engine then refuses modifications
+/// (a persistent tree recovers from its last commit and log when reopened).
+pub(crate) fn run_fc_merge(host: &dyn FcHost, merge: FcMerge) -> Result<()> {
+    let store = with_tree(host, |t| Ok(t.store.clone()))?;
+    let (commit_bytes, block_bytes) =
+        with_tree(host, |t| Ok((t.params.merge_commit_bytes, u64::from(t.params.block_bytes))))?;
+    let persistent = host.persistent();
+    let FcMerge {
         trigger,
         m,
         height_before,
+        old_runs,
+        old_top_fences,
         old_levels,
-        old_top_entries,
-        writers,
+        mut writers,
         skipped_preemptively,
         tightened_preemptively,
-        punch_reclaimed,
         resumed,
-        mut commits,
-    } = pending;
-    let store = hooks.with_tree(|t| Ok(t.store.clone()))?;
-    let merged: Vec<&DiskLevel> = old_levels.iter().filter(|l| l.label <= m).collect();
-    if let Some(c) = commits.as_mut()
-        && c.start_pending()
-    {
-        c.set_start_snapshot(old_top_entries.clone());
+        shadowed_before,
+    } = merge;
+    let policy = host.retry_policy();
+    for w in &mut writers {
+        w.set_retry(policy.clone());
     }
-    let mut run = MergeRun::resume(&store, old_top_entries, &old_levels, m, writers, &resumed)?;
+    let sources: Vec<DiskLevel> =
+        old_runs.iter().chain(old_levels.iter().filter(|l| l.label <= m)).cloned().collect();
+    let mut run =
+        MergeRun::new(&store, &old_runs, old_top_fences, &old_levels, m, writers, &resumed)?;
     let full = run.full();
-    let mut wavefront: Vec<u8> = resumed.wavefront_key.clone().unwrap_or_default();
+    let mut pending: Vec<Reclaimed> = Vec::new();
     loop {
-        let gate = hooks.gate.write();
+        let gate = host.stage_gate().write();
         // M-stage and m-insert (no tree lock: there is no other writer of these levels).
-        let (last, done) = run.run_stage()?;
-        m_delete_top(hooks, &mut run, last.as_ref(), &mut wavefront)?;
-        // M-delete, part 2: reclaim old head blocks, top-down, by Remark A.5's rule: a
-        // block goes once the first key of the block after it has been processed. The head
-        // of every level is then x-latched and released before the level below is touched:
-        // a lookup that entered the old levels before the wavefront moved may be on its way
-        // from this level's head to the next level's head, and holds the head's latch until
-        // it has the next one (Lemmas 6-8: m-delete follows the path of head blocks and so
-        // cannot overtake it).
-        for (level, loaded) in merged.iter().zip(run.loaded_blocks().iter_mut()) {
-            while loaded.len() >= 2 && loaded[1].1.as_slice() <= wavefront.as_slice() {
-                let (index, _) = loaded.pop_front().expect("two blocks loaded");
-                reclaim_block(&store, level, index, punch_reclaimed)?;
-                if let Some(c) = commits.as_mut() {
-                    c.reclaimed(level.file.clone(), index); // freed after the next commit
+        let done = run.run_stage()?;
+        let wavefront = m_delete_top(host, &mut run)?;
+        // M-delete, part 2: reclaim old head blocks by Remark A.5's rule: a block goes once
+        // the wavefront has passed the first key of the block after it.
+        if let Some(k) = wavefront {
+            for (source, loaded) in sources.iter().zip(run.loaded_blocks().iter_mut()) {
+                while loaded.len() >= 2 && loaded[1].1.as_slice() <= k.as_slice() {
+                    let (block, _) = loaded.pop_front().expect("two blocks loaded");
+                    source.latches.reclaim_through(block + 1);
+                    if persistent {
+                        pending.push(Reclaimed { level: source.clone(), block });
+                    } else {
+                        store.punch_blocks(&*source.file, block, 1)?;
+                    }
                 }
             }
-            drop(level.shared.write(level.shared.head()));
         }
         drop(gate);
-        if let Some(c) = commits.as_mut()
-            && c.due()
-            && !done
-        {
-            c.commit_progress(hooks, &store, &run)?;
+        if persistent && !done && pending.len() as u64 * block_bytes >= commit_bytes {
+            commit_progress(
+                host,
+                &store,
+                &mut run,
+                &sources,
+                &mut pending,
+                ProgressParts {
+                    trigger,
+                    m,
+                    height_before,
+                    skipped_preemptively,
+                    tightened_preemptively,
+                    shadowed_before,
+                },
+            )?;
         }
-        (hooks.progress)();
-        (hooks.after_stage)();
+        host.hold_point();
         if done {
             break;
         }
     }
-    let gate = hooks.gate.write();
-    let executed = run.finish()?;
-    // Ending merge-execute: L_0^old (now empty) and its wavefront fence go, L_0^new is L_0;
-    // the finished new levels (same latches) replace their in-progress views.
-    hooks.with_tree(|t| {
-        for (key, ptr) in executed.top.fences() {
-            t.top.add_fence(key.clone(), *ptr);
-        }
-        for level in &executed.levels {
-            if let Some(slot) = t.levels.iter_mut().find(|l| l.file_id == level.file_id) {
-                *slot = level.clone();
-            }
-        }
-        let fc = t.fc.take().expect("an FD+FC merge is in progress");
-        assert!(fc.old_top.is_empty(), "merge-execute processed all of L_0^old");
-        if !punch_reclaimed {
-            t.obsolete_files.extend(merged.iter().map(|l| l.file_id));
-        }
-        Ok(())
-    })?;
-    // The chain of last old blocks: no new lookup can reach it; ongoing ones may still be
-    // on it, so it is reclaimed top-down with latch coupling.
-    reclaim_levels_top_down(&merged);
-    if punch_reclaimed {
-        for level in &merged {
-            store.remove(level.file_id)?;
-        }
-    }
-    drop(gate);
-    let cancellations = executed.cancellations;
-    let z = super::finalize::finalize_fc(
-        hooks,
+    let shadowed = shadowed_before + run.shadowed();
+    finish(
+        host,
         &store,
-        m,
-        height_before,
-        executed,
-        skipped_preemptively,
-        !punch_reclaimed,
-    )?;
-    hooks.with_tree(|t| {
-        t.merges.levels_tightened += tightened_preemptively;
-        t.record_merge(trigger, m, full, height_before, z, cancellations);
-        Ok(())
-    })
+        run,
+        &sources,
+        FinishParts {
+            trigger,
+            m,
+            height_before,
+            full,
+            shadowed,
+            skipped_preemptively,
+            tightened_preemptively,
+        },
+    )
 }
 
 /// M-delete, part 1: under the `L_0` lock, publish the fences m-insert produced for
-/// `L_0^new`, move the wavefront to the last key of the stage (its pointer to that of the
-/// last `L_0^old` fence processed) and delete the processed entries of `L_0^old`.
-fn m_delete_top(
-    hooks: &FcHooks<'_>,
-    run: &mut MergeRun<'_>,
-    last: Option<&Vec<u8>>,
-    wavefront: &mut Vec<u8>,
-) -> Result<()> {
-    hooks.with_tree(|t| {
-        for (key, ptr) in run.take_top_fences().fences() {
-            t.top.add_fence(key.clone(), *ptr);
+/// `L_0^new`, move the wavefront to the last key written to the data level (its pointer to
+/// that of the last `L_0^old` fence passed) and drop `L_0^old`'s fences behind it. Returns
+/// the wavefront key if it has left `-infinity`.
+fn m_delete_top(host: &dyn FcHost, run: &mut MergeRun) -> Result<Option<Vec<u8>>> {
+    let written = run.writers().last().and_then(|w| w.written_through()).map(<[u8]>::to_vec);
+    let fences = run.take_top_fences();
+    with_tree(host, |t| {
+        for (key, ptr) in &fences {
+            t.top.fences.add(key, *ptr);
         }
         let fc = t.fc.as_mut().expect("an FD+FC merge is in progress");
-        if let Some(key) = last {
-            // Only the first stage may end at -infinity (a block holding just that fence).
-            assert!(key.as_slice() >= fc.wavefront_key.as_slice(), "the wavefront moves on");
-            if let Some(ptr) = fc.old_top.remove_through(key) {
+        if let Some(k) = &written
+            && k.as_slice() > fc.wavefront_key.as_slice()
+        {
+            if let Some(ptr) = fc.old_fences.remove_through(k) {
                 fc.wavefront_ptr = Some(ptr);
             }
-            fc.wavefront_key.clone_from(key);
-            wavefront.clone_from(key);
+            fc.wavefront_key.clone_from(k);
         }
-        Ok(())
+        Ok((!fc.wavefront_key.is_empty()).then(|| fc.wavefront_key.clone()))
     })
 }
 
-/// Reclaims head block `index` of an old level: exclusive latch (waits for lookups on it),
-/// mark it reclaimed, release; then free its space (volatile trees).
-fn reclaim_block(store: &BlockStore, level: &DiskLevel, index: u32, punch: bool) -> Result<()> {
-    let latch = level.shared.write(index).ok_or_else(|| {
-        store.corruption(&*level.file, index, "reclaiming a block that was never read")
+/// The merge's identity in its progress records.
+#[derive(Debug, Clone, Copy)]
+struct ProgressParts {
+    trigger: crate::merge::Trigger,
+    m: usize,
+    height_before: usize,
+    skipped_preemptively: u64,
+    tightened_preemptively: u64,
+    shadowed_before: u64,
+}
+
+/// Commits a progress record for the state at this stage boundary (Remark A.6), then
+/// frees the old blocks reclaimed before it: their entries are durable in the new levels
+/// (synced first) or in the record.
+fn commit_progress(
+    host: &dyn FcHost,
+    store: &BlockStore,
+    run: &mut MergeRun,
+    sources: &[DiskLevel],
+    pending: &mut Vec<Reclaimed>,
+    parts: ProgressParts,
+) -> Result<()> {
+    for w in run.writers_mut() {
+        w.sync_written()?;
+    }
+    let mut record_id = 0;
+    host.commit_after(&mut || {
+        let record = with_tree(host, |t| {
+            let fc = t.fc.as_ref().expect("an FD+FC merge is in progress");
+            let record = MergeProgress {
+                trigger: parts.trigger,
+                m: parts.m as u64,
+                height_before: parts.height_before as u64,
+                skipped_preemptively: parts.skipped_preemptively,
+                tightened_preemptively: parts.tightened_preemptively,
+                wavefront_key: fc.wavefront_key.clone(),
+                wavefront_ptr: fc.wavefront_ptr,
+                processed: run.processed().map(<[u8]>::to_vec),
+                p_last: run.p_last(),
+                shadowed: parts.shadowed_before + run.shadowed(),
+                old_heads: sources.iter().map(|l| l.file_id).zip(run.old_heads()).collect(),
+                new_levels: run
+                    .writers()
+                    .iter()
+                    .map(|w| NewLevelProgress {
+                        label: w.label() as u64,
+                        file_id: w.file_id(),
+                        written_blocks: w.written_blocks(),
+                        tail: w.started().then(|| w.tail_entries()),
+                    })
+                    .collect(),
+                top_fences: t.top.fences.iter().map(|(k, p)| (k.to_vec(), p)).collect(),
+            };
+            record_id = t.alloc_file_id()?;
+            Ok(record)
+        })?;
+        store.write_file(record_id, FileKind::Progress, &record.encode())?;
+        with_tree(host, |t| {
+            let previous = std::mem::replace(&mut t.merge_file, record_id);
+            if previous != 0 {
+                t.obsolete_files.push(previous);
+            }
+            Ok(())
+        })
     })?;
-    level.shared.reclaim_head(index);
-    drop(latch);
-    if punch {
-        store.punch_block(&*level.file, index)?;
+    for r in pending.drain(..) {
+        store.punch_blocks(&*r.level.file, r.block, 1)?;
     }
     Ok(())
 }
 
-/// Marks every remaining block of `levels` reclaimed, top-down: all exclusive latches of a
-/// level are taken before those of the level above are released (tree-based locking in
-/// the lookups' direction), so a lookup still inside is never overtaken.
-pub(crate) fn reclaim_levels_top_down(levels: &[&DiskLevel]) {
-    let mut held: Vec<ExclusiveLatch> = Vec::new();
-    for level in levels {
-        let shared = &level.shared;
-        let mine: Vec<ExclusiveLatch> = (shared.head()..shared.published())
-            .map(|index| shared.write(index).expect("a started block has a latch"))
-            .collect();
-        shared.reclaim_all();
-        held = mine; // the level above is released only now
-    }
-    drop(held);
+/// The merge's outcome, for its report.
+#[derive(Debug, Clone, Copy)]
+struct FinishParts {
+    trigger: crate::merge::Trigger,
+    m: usize,
+    height_before: usize,
+    full: bool,
+    shadowed: u64,
+    skipped_preemptively: u64,
+    tightened_preemptively: u64,
+}
+
+/// Ends merge-execute and runs merge-finalize, holding the commit lock so that no commit
+/// sees the tree between the two: writes the last blocks; switches `L_0^old` out (its runs
+/// and the old merged levels are no longer reachable), the finished new levels in, relabeled
+/// by eq. 3, with `L_z` joining `L_0` (section 4.4.3: `L_0`'s fences are replaced by `L_z`'s,
+/// or `L_z` becomes `L_0`'s oldest run); writes `L_0`'s fences; and commits.
+fn finish(
+    host: &dyn FcHost,
+    store: &BlockStore,
+    run: MergeRun,
+    sources: &[DiskLevel],
+    parts: FinishParts,
+) -> Result<()> {
+    let mut run = Some(run);
+    let persistent = host.persistent();
+    host.commit_after(&mut || {
+        let gate = host.stage_gate().write();
+        let executed = run.take().expect("finish runs once").finish()?;
+        let (params, new_ids, succ_below, top_fence_bytes) = with_tree(host, |t| {
+            let new_ids: Vec<u32> = executed.levels.iter().map(|l| l.file_id).collect();
+            let succ_below = t
+                .levels
+                .iter()
+                .find(|l| l.label > parts.m && !new_ids.contains(&l.file_id))
+                .map(|l| l.size_blocks(&t.params));
+            let mut bytes = t.top.fences.bytes();
+            bytes += executed
+                .top_fences
+                .iter()
+                .map(|(k, _)| crate::format::entry::fence_bytes(k.len()) as u64)
+                .sum::<u64>();
+            Ok((t.params.clone(), new_ids, succ_below, bytes))
+        })?;
+        let plan = finalize_plan(
+            &params,
+            store,
+            top_fence_bytes,
+            executed.levels.clone(),
+            succ_below,
+            executed.full,
+        )?;
+        // L_0's fences after the merge, and their file.
+        let (fences, fences_id) = with_tree(host, |t| {
+            let mut fences = match &plan.into_top {
+                Some(IntoTop::Fences(lz)) => {
+                    let mut f = Fences::new();
+                    for (k, p) in lz {
+                        f.add(k, *p);
+                    }
+                    f
+                }
+                Some(IntoTop::Run(_)) => Fences::new(),
+                None => t.top.fences.clone(),
+            };
+            if plan.into_top.is_none() {
+                for (k, p) in &executed.top_fences {
+                    fences.add(k, *p);
+                }
+            }
+            let id = if persistent && !fences.is_empty() { t.alloc_file_id()? } else { 0 };
+            Ok((fences, id))
+        })?;
+        if fences_id != 0 {
+            store.write_file(fences_id, FileKind::Fences, &fences::encode(&fences))?;
+        }
+        let old_merged: Vec<DiskLevel> = sources.to_vec();
+        let dropped = plan.dropped.clone();
+        with_tree(host, |t| {
+            let fc = t.fc.take().expect("an FD+FC merge is in progress");
+            let below: Vec<DiskLevel> =
+                t.levels.iter().filter(|l| !new_ids.contains(&l.file_id)).cloned().collect();
+            t.levels = plan.kept.iter().cloned().chain(below).collect();
+            t.top.fences = fences;
+            if let Some(IntoTop::Run(Some(r))) = &plan.into_top {
+                let runs: Vec<DiskLevel> = t.top.runs.iter().cloned().chain([r.clone()]).collect();
+                t.top.runs = runs.into();
+            }
+            let obsolete = old_merged.iter().chain(&dropped).map(|l| l.file_id);
+            t.obsolete_files.extend(obsolete);
+            if t.fences_file != 0 {
+                t.obsolete_files.push(t.fences_file);
+            }
+            t.fences_file = fences_id;
+            if t.merge_file != 0 {
+                t.obsolete_files.push(t.merge_file);
+                t.merge_file = 0;
+            }
+            t.merges.levels_skipped += dropped.len() as u64 + parts.skipped_preemptively;
+            t.merges.levels_tightened += plan.tightened + parts.tightened_preemptively;
+            if parts.full {
+                let h = t.height();
+                t.merges.count_full(parts.height_before, h);
+            }
+            t.record_merge(
+                parts.trigger,
+                parts.m,
+                parts.full,
+                parts.height_before,
+                plan.z,
+                parts.shadowed,
+            );
+            drop(fc);
+            Ok(())
+        })?;
+        // No new lookup can reach the replaced levels; ones in flight finish first.
+        for l in old_merged.iter().chain(&dropped) {
+            l.latches.reclaim_all();
+            store.forget_file(l.file_id);
+        }
+        drop(gate);
+        Ok(())
+    })
 }

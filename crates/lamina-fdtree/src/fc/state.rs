@@ -1,23 +1,26 @@
-//! FD+FC's data structure during a merge (section 4.1) and its merge-prepare (4.4.1).
+//! FD+FC's data structure during a merge (section 4.1, Figure 5) and its merge-prepare with
+//! preemptive level skipping (section 4.4.1).
+
+use std::sync::Arc;
 
 use lamina_core::{Error, Result};
 
-use super::commit::MergeCommits;
-use crate::entry::{BlockPtr, Entry};
-use crate::level::DiskLevel;
-use crate::merge::execute::{Resumed, create_writers};
-use crate::merge::writer::LevelWriter;
-use crate::merge::{Trigger, preemptive_skips, u_hat};
-use crate::top::TopLevel;
+use crate::format::entry::BlockPtr;
+use crate::level::{DiskLevel, LevelWriter, Visibility};
+use crate::merge::run::Resumed;
+use crate::merge::{Trigger, create_writers, preemptive_skips, u_hat};
+use crate::top::Fences;
 use crate::tree::Tree;
 
-/// The parts of the tree only a merge in progress has (Figure 5). Changed under the tree
-/// lock (the paper's `L_0` mutex, which also guards the wavefront fence).
+/// The parts of the tree only a merge in progress has (Figure 5), changed under the tree
+/// lock (the paper's `L_0` mutex, which also guards the wavefront fence). `L_0^new` is the
+/// tree's `top` and the new upper levels are the first of the tree's `levels`.
 #[derive(Debug)]
 pub(crate) struct FcState {
-    /// `L_0^old` without its first fence (the wavefront fence, kept below). Emptied from
-    /// left to right by m-delete.
-    pub old_top: TopLevel,
+    /// `L_0^old`'s runs, newest first (their blocks are reclaimed from the left).
+    pub old_runs: Arc<[DiskLevel]>,
+    /// `L_0^old`'s fences without the wavefront fence, emptied from the left by m-delete.
+    pub old_fences: Fences,
     /// (I7): entries with keys `<= wavefront_key` have been processed and are found from
     /// `L_0^new`; larger keys are found from `L_0^old`. Empty = `-infinity`.
     pub wavefront_key: Vec<u8>,
@@ -25,109 +28,131 @@ pub(crate) struct FcState {
     /// the tree had no disk level).
     pub wavefront_ptr: Option<BlockPtr>,
     /// Old upper levels `L_1^old..L_m^old` (materialized ones), then the below-merge levels.
-    pub old_levels: Vec<DiskLevel>,
+    pub old_levels: Arc<[DiskLevel]>,
+    /// The merge replaces `L_0..L_m`.
+    pub m: usize,
+}
+
+impl FcState {
+    /// The old sources the merge reclaims: `L_0^old`'s runs, then `L_1^old..L_m^old`.
+    pub fn old_sources(&self) -> impl Iterator<Item = &DiskLevel> {
+        self.old_runs.iter().chain(self.old_levels.iter().filter(|l| l.label <= self.m))
+    }
+
+    /// Memory held by `L_0^old`'s fences and the old levels' indexes.
+    pub fn memory_bytes(&self) -> u64 {
+        self.old_fences.memory_bytes()
+            + self
+                .old_runs
+                .iter()
+                .chain(self.old_levels.iter())
+                .map(DiskLevel::memory_bytes)
+                .sum::<u64>()
+    }
 }
 
 /// What the merge thread owns between merge-prepare and merge-finalize.
 #[derive(Debug)]
-pub(crate) struct FcPending {
+pub(crate) struct FcMerge {
     pub trigger: Trigger,
     pub m: usize,
     pub height_before: usize,
-    /// Every old level (merged and below-merge), for the merge's cursors.
-    pub old_levels: Vec<DiskLevel>,
-    /// `L_0^old`'s entries, including the `-infinity` fence (m-stage reads them; only the
-    /// merge removes entries from `L_0^old`, so the copy stays exact).
-    pub old_top_entries: Vec<Entry>,
-    /// The new levels, labels increasing (preemptive level skipping).
+    /// `L_0^old`'s runs.
+    pub old_runs: Arc<[DiskLevel]>,
+    /// `L_0^old`'s fences as the merge began, the wavefront fence included (merge-execute
+    /// carries them when `L_0` is the deepest merged level).
+    pub old_top_fences: Vec<(Vec<u8>, BlockPtr)>,
+    /// Every old level (merged and below-merge).
+    pub old_levels: Arc<[DiskLevel]>,
+    /// The new levels, labels increasing (preemptive level skipping); the last receives
+    /// the data.
     pub writers: Vec<LevelWriter>,
     /// Level labels merge-prepare skipped preemptively.
     pub skipped_preemptively: u64,
-    /// 1 if merge-prepare tightened the data level of a full merge below `m` (eq. 3 on the
-    /// estimates), else 0.
+    /// 1 if merge-prepare tightened the data level of a full merge below `m`, else 0.
     pub tightened_preemptively: u64,
-    /// Free old blocks as soon as they are reclaimed (a volatile tree); a persistent tree
-    /// frees them after the next progress commit (`commits`).
-    pub punch_reclaimed: bool,
     /// Where merge-execute continues (a merge resumed by recovery; default otherwise).
     pub resumed: Resumed,
-    /// The durable side of the merge (a persistent tree).
-    pub commits: Option<MergeCommits>,
+    /// Entries shadowed before a resume.
+    pub shadowed_before: u64,
 }
 
 impl Tree {
     /// Merge-prepare of FD+FC (under the tree lock): chooses `m` (eqs. 1-2, or a full merge
     /// for an underflow), estimates the new levels and skips the unnecessary ones
-    /// preemptively (4.4.1), then turns `L_0` into `L_0^old` with the wavefront fence at
-    /// `-infinity` (4.4.2, "Starting Merge-Execute"); `L_0^new` starts empty and the new
-    /// levels, still without blocks, take the place of the old upper levels for lookups
-    /// behind the wavefront.
-    pub(crate) fn begin_fc_merge(&mut self, trigger: Trigger) -> Result<FcPending> {
-        assert!(self.fc.is_none() && self.frozen_top.is_none(), "one merge at a time");
+    /// preemptively (4.4.1), then turns `L_0`'s runs and fences into `L_0^old` with the
+    /// wavefront fence at `-infinity` (4.4.2, "Starting Merge-Execute"); `L_0^new` starts
+    /// with no runs and no fences, and the new levels, still without blocks, take the place
+    /// of the old upper levels for lookups behind the wavefront.
+    pub(crate) fn begin_fc_merge(&mut self, trigger: Trigger) -> Result<FcMerge> {
+        assert!(!self.merge_in_progress(), "one merge at a time");
         let h = self.height();
         let m = self.choose_merge_m(trigger);
-        // The manifest of the tree as it is (before L_0 becomes L_0^old), committed with the
-        // merge's start record (Remark A.6).
-        let start_manifest =
-            if self.persist.is_some() { Some(self.merge_start_manifest()?) } else { None };
         let full = m + 1 >= h;
-        let u = u_hat(&self.level_sizes(), h, self.counters.live_bytes(), m, &self.params);
+        let u = u_hat(&self.level_sizes(), h, self.counters().live_bytes(), m, &self.params);
         let succ_below =
             self.levels.iter().find(|l| l.label > m).map(|l| l.size_blocks(&self.params));
         let o_hat = preemptive_skips(u, m, succ_below, full, &self.params);
-        // The data level keeps its label (partial merge) or is tightened (full merge), but
-        // is written to disk during the merge even if it could become L_0: merge-finalize
-        // decides that with its real size.
+        // The data level keeps its label (partial merge) or is tightened (full merge), and
+        // is written to disk even if it could become L_0: merge-finalize decides that with
+        // its real size.
         let data_label = o_hat[m].max(1);
         let mut labels: Vec<usize> =
             o_hat[..m].iter().copied().filter(|&o| o > 0 && o < data_label).collect();
         labels.dedup();
         labels.push(data_label);
         assert!(labels.windows(2).all(|w| w[0] < w[1]), "new labels increase: {labels:?}");
-        let ids = labels.iter().map(|_| self.alloc_file_id()).collect::<Result<Vec<u32>>>()?;
-        let writers: Vec<LevelWriter> =
-            create_writers(&self.store, self.params.payload_bytes, &labels, &ids)?
-                .into_iter()
-                .map(LevelWriter::visible)
-                .collect();
-        let old_top_entries = self.top.entries();
-        let mut old_top = std::mem::take(&mut self.top);
-        let wavefront_ptr = old_top.take_neg_infinity_fence();
-        if wavefront_ptr.is_none() && !self.levels.is_empty() {
-            self.top = old_top; // nothing changed yet
-            for &id in &ids {
-                let _ = self.store.remove(id); // never referenced; the error is returned
-            }
-            return Err(Error::corruption("fdtree L_0", 0, "L_0 has no -infinity fence"));
+        if self.top.fences.is_empty() != self.levels.is_empty() {
+            return Err(Error::corruption(
+                self.store.path(self.fences_file, crate::store::FileKind::Fences),
+                0,
+                "L_0 has fences but no disk level, or the reverse",
+            ));
         }
+        let keys_max = self.merge_keys_max(m);
+        let ids = labels.iter().map(|_| self.alloc_file_id()).collect::<Result<Vec<u32>>>()?;
+        let writers = create_writers(&self.store, &self.params, &labels, &ids, keys_max, |data| {
+            if data { Visibility::Data } else { Visibility::Fences }
+        })?;
+        let mut old_fences = std::mem::take(&mut self.top.fences);
+        let old_top_fences = old_fences.iter().map(|(k, p)| (k.to_vec(), p)).collect();
+        let wavefront_ptr = old_fences.take_neg_infinity();
+        if wavefront_ptr.is_none() && !self.levels.is_empty() {
+            self.top.fences = old_fences; // nothing changed yet
+            for &id in &ids {
+                let _ = self.store.remove_all(id); // never referenced; the error is returned
+            }
+            return Err(Error::corruption(
+                self.store.path(self.fences_file, crate::store::FileKind::Fences),
+                0,
+                "L_0 has no -infinity fence",
+            ));
+        }
+        let old_runs = std::mem::replace(&mut self.top.runs, Arc::from(Vec::new()));
         let old_levels = self.levels.clone();
-        let below: Vec<DiskLevel> = self.levels.iter().filter(|l| l.label > m).cloned().collect();
-        self.levels = writers.iter().map(LevelWriter::in_progress_level).chain(below).collect();
+        let below = old_levels.iter().filter(|l| l.label > m).cloned();
+        self.levels = writers.iter().map(LevelWriter::view).chain(below).collect();
         self.fc = Some(FcState {
-            old_top,
+            old_runs: old_runs.clone(),
+            old_fences,
             wavefront_key: Vec::new(),
             wavefront_ptr,
             old_levels: old_levels.clone(),
+            m,
         });
         let written_fence_levels = labels.len() as u64 - 1;
-        let mut pending = FcPending {
+        Ok(FcMerge {
             trigger,
             m,
             height_before: h,
+            old_runs,
+            old_top_fences,
             old_levels,
-            old_top_entries,
             writers,
             skipped_preemptively: (data_label as u64 - 1).saturating_sub(written_fence_levels),
             tightened_preemptively: u64::from(data_label < m),
-            punch_reclaimed: self.persist.is_none(),
             resumed: Resumed::default(),
-            commits: None,
-        };
-        if let Some(base) = start_manifest {
-            // L_0^old's snapshot is copied by the merge thread, outside the tree lock.
-            let every = self.params.merge_commit_blocks;
-            pending.commits = Some(MergeCommits::starting(base, Vec::new(), every, &pending));
-        }
-        Ok(pending)
+            shadowed_before: 0,
+        })
     }
 }

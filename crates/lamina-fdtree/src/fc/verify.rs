@@ -1,77 +1,69 @@
-//! (I7) checked in the middle of an FD+FC merge (tests call it between stages): what is
-//! behind the wavefront is found from `L_0^new`, what is beyond it from `L_0^old`, and the old
-//! blocks still in place are the ones lookups beyond the wavefront may need (Remark A.5).
+//! (I7) between two stages of an FD+FC merge (tests hold the merge thread there).
 
 use lamina_core::{Error, Result};
 
 use crate::tree::Tree;
 
-fn violation(reason: String) -> Error {
-    Error::corruption("fdtree (verify, I7)", 0, reason)
+fn violation(what: impl Into<String>) -> Error {
+    Error::corruption("fdtree (verify wavefront)", 0, what)
 }
 
 impl Tree {
-    /// Checks the wavefront invariant of the FD+FC merge in progress (an error if there is
-    /// none): every entry left in `L_0^old` is beyond the wavefront key; every fence in
-    /// `L_0^new` and every entry the new levels hold (written blocks and tails) is behind or
-    /// at it; in each old merged level, the first block not reclaimed is still needed (the
-    /// block after it starts beyond the wavefront); the wavefront fence points to a block
-    /// not reclaimed.
+    /// Checks what (I7) and Remark A.5 say of a merge in progress, between two stages:
+    /// every reclaimed old block's successor starts at or before the wavefront (so no key
+    /// beyond it needs a reclaimed block), `L_0^old` keeps only fences beyond the wavefront,
+    /// and the data level's written blocks start at or before it (lookups behind the
+    /// wavefront find everything on disk).
     pub fn verify_wavefront(&self) -> Result<()> {
-        let fc = self.fc.as_ref().ok_or_else(|| violation("no merge in progress".into()))?;
+        let Some(fc) = &self.fc else { return Err(violation("no merge in progress")) };
         let w = fc.wavefront_key.as_slice();
-        if let Some((k, _)) = fc.old_top.fences().next()
-            && k.as_slice() <= w
-        {
-            return Err(violation(format!("L_0^old fence {k:?} behind the wavefront {w:?}")));
-        }
-        if let Some((k, _)) = fc.old_top.data_from(std::ops::Bound::Unbounded).next()
-            && k.as_slice() <= w
-        {
-            return Err(violation(format!("L_0^old entry {k:?} behind the wavefront {w:?}")));
-        }
-        if let Some((k, _)) = self.top.fences().last()
-            && k.as_slice() > w
-        {
-            return Err(violation(format!("L_0^new fence {k:?} beyond the wavefront {w:?}")));
-        }
-        let old_ids: Vec<u32> = fc.old_levels.iter().map(|l| l.file_id).collect();
-        for level in self.levels.iter().filter(|l| !old_ids.contains(&l.file_id)) {
-            for index in 0..level.block_count() {
-                let block = level.read_index(&self.store, index)?;
-                if let Some(e) = block.entries.last()
-                    && e.key() > w
-                {
+        for source in fc.old_sources() {
+            let head = source.latches.head();
+            if head == 0 {
+                continue;
+            }
+            let ix = source.index.read();
+            if head < ix.blocks() {
+                let next = ix.block_first_key(head).unwrap_or_default();
+                if next > w {
                     return Err(violation(format!(
-                        "new level {} block {index} holds {:?} beyond the wavefront {w:?}",
-                        level.label,
-                        e.key()
+                        "file {}: block {} reclaimed, but its successor starts at {next:?}, \
+                         beyond the wavefront {w:?}",
+                        source.file_id,
+                        head - 1
                     )));
                 }
             }
         }
-        for level in &fc.old_levels {
-            let head = level.shared.head();
-            if head >= level.blocks {
-                continue; // below-merge levels and exhausted levels
-            }
-            if head + 1 < level.blocks {
-                let next = level.read_index(&self.store, head + 1)?;
-                if next.entries.first().is_some_and(|e| e.key() <= w) {
-                    return Err(violation(format!(
-                        "old level {} keeps block {head} though block {} starts behind the \
-                         wavefront",
-                        level.label,
-                        head + 1
-                    )));
-                }
-            }
-        }
-        if let (Some(ptr), Some(first)) = (fc.wavefront_ptr, fc.old_levels.first())
-            && (ptr.file != first.file_id || ptr.index < first.shared.head())
+        if let Some((k, _)) = fc.old_fences.iter().next()
+            && k <= w
         {
-            return Err(violation(format!("wavefront fence points to {ptr:?}, reclaimed")));
+            return Err(violation(format!("L_0^old keeps fence {k:?} behind the wavefront")));
+        }
+        let data = self.levels.iter().find(|l| l.holds_data);
+        if let Some(level) = data {
+            let ix = level.index.read();
+            if let Some(last) = ix.blocks().checked_sub(1)
+                && ix.block_first_key(last).is_some_and(|k| k > w)
+                && !w.is_empty()
+            {
+                return Err(violation(
+                    "a written block of the data level starts beyond the wavefront",
+                ));
+            }
         }
         Ok(())
+    }
+
+    /// Blocks of the old levels and runs an FD+FC merge in progress has reclaimed so far.
+    pub fn reclaimed_old_blocks(&self) -> u64 {
+        self.fc.as_ref().map_or(0, |fc| {
+            fc.old_sources().map(|l| u64::from(l.latches.head().min(l.blocks))).sum()
+        })
+    }
+
+    /// Disk levels a lookup may pass: behind the wavefront (or with no merge) and beyond it.
+    pub fn lookup_paths_levels(&self) -> (usize, usize) {
+        (self.levels.len(), self.fc.as_ref().map_or(0, |fc| fc.old_levels.len()))
     }
 }

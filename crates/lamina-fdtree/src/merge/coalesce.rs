@@ -1,93 +1,74 @@
 //! The coalescing of one key's data entries during a merge (section 2.3): `S` is the net
-//! effect of applying `S_m, S_(m-1), ..., S_0` in order. It has at most two entries (a delete
-//! then an insert), and each cancellation of an insert by a delete lowers both counters.
+//! effect of applying `S_m, S_(m-1), ..., S_0` in order.
+//!
+//! Each merged level holds at most one data entry per key (puts are blind, `entry.rs`), so
+//! the net effect is the newest entry: it shadows the older ones, which are dropped. A
+//! delete entry that wins a full merge is dropped too (nothing below it is left to cancel),
+//! and one that survives a partial merge in which it cancelled an insert no longer cancels
+//! anything it was counted for (its `cancelled_len` becomes 0, which keeps the live-size
+//! estimate an upper bound).
 
-use crate::entry::{Entry, insert_bytes};
+use crate::format::entry::EntryRef;
 
-/// The net data entries of one key after a merge, and the cancellations that produced them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Net {
-    /// A delete entry survives (it cancels an insert below the merged levels).
-    pub delete: bool,
-    /// The surviving insert entry's value.
-    pub insert: Option<Vec<u8>>,
-    /// Insert/delete pairs that cancelled out.
-    pub cancellations: u64,
-    /// Encoded bytes of the cancelled insert entries.
-    pub cancelled_bytes: u64,
+/// The net data entry of one key after a merge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Net<'a> {
+    /// The entry to write, if any.
+    pub entry: Option<EntryRef<'a>>,
+    /// Older entries dropped (shadowed by a newer one of the key).
+    pub shadowed: u64,
 }
 
-impl Net {
-    /// The entries to write, in level order (the value moves).
-    pub fn into_entries(self, key: &[u8]) -> impl Iterator<Item = Entry> {
-        let d = self.delete.then(|| Entry::Delete { key: key.to_vec() });
-        let i = self.insert.map(|value| Entry::Insert { key: key.to_vec(), value });
-        d.into_iter().chain(i)
+/// Coalesces the data entries of one key, given newest first (`L_0`'s runs, newest first,
+/// then `L_1..L_m`). `full`: the merge reads every level.
+pub fn coalesce<'a>(newest_first: impl IntoIterator<Item = EntryRef<'a>>, full: bool) -> Net<'a> {
+    let mut it = newest_first.into_iter();
+    let Some(newest) = it.next() else { return Net { entry: None, shadowed: 0 } };
+    debug_assert!(newest.is_data(), "fences are not coalesced");
+    let mut shadowed = 0;
+    let mut cancelled_insert = false;
+    for older in it {
+        debug_assert!(older.is_data() && older.key() == newest.key());
+        shadowed += 1;
+        cancelled_insert |= matches!(older, EntryRef::Insert { .. });
     }
-}
-
-/// Coalesces the data entries of `key`, given level by level from the deepest merged level
-/// up to `L_0` (consumed: values move into the result). An impossible sequence (two inserts
-/// without a delete between them, or a delete with nothing to cancel) is reported as an
-/// error: it means corrupt levels.
-pub fn coalesce<L: IntoIterator<Item = Entry>>(
-    key: &[u8],
-    levels_deepest_first: impl IntoIterator<Item = L>,
-) -> Result<Net, &'static str> {
-    let mut net = Net::default();
-    for level in levels_deepest_first {
-        for e in level {
-            match e {
-                Entry::Delete { .. } => {
-                    if let Some(v) = net.insert.take() {
-                        net.cancellations += 1;
-                        net.cancelled_bytes += insert_bytes(key.len(), v.len()) as u64;
-                    } else if net.delete {
-                        return Err("two delete entries for one key with no insert between");
-                    } else {
-                        net.delete = true;
-                    }
-                }
-                Entry::Insert { value, .. } => {
-                    if net.insert.is_some() {
-                        return Err("two insert entries for one key with no delete between");
-                    }
-                    net.insert = Some(value);
-                }
-                Entry::Fence { .. } => {}
-            }
+    let entry = match newest {
+        EntryRef::Delete { .. } if full => None,
+        EntryRef::Delete { key, .. } if cancelled_insert => {
+            Some(EntryRef::Delete { key, cancelled_len: 0 })
         }
-    }
-    Ok(net)
+        e => Some(e),
+    };
+    Net { entry, shadowed }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn i(v: &[u8]) -> Entry {
-        Entry::Insert { key: b"k".to_vec(), value: v.to_vec() }
+    fn i(v: &'static [u8]) -> EntryRef<'static> {
+        EntryRef::Insert { key: b"k", value: v }
     }
-    fn d() -> Entry {
-        Entry::Delete { key: b"k".to_vec() }
-    }
-
-    #[test]
-    fn the_four_cases() {
-        let n = coalesce(b"k", [vec![i(b"a")], vec![d(), i(b"b")]]).unwrap();
-        assert_eq!((n.delete, n.insert.as_deref(), n.cancellations), (false, Some(&b"b"[..]), 1));
-        let n = coalesce(b"k", [vec![d()], vec![i(b"b")]]).unwrap();
-        assert_eq!((n.delete, n.insert.as_deref(), n.cancellations), (true, Some(&b"b"[..]), 0));
-        let n = coalesce(b"k", [vec![i(b"a")], vec![d()]]).unwrap();
-        assert_eq!((n.delete, n.insert.is_none(), n.cancellations), (false, true, 1));
-        assert_eq!(n.cancelled_bytes, insert_bytes(1, 1) as u64);
-        let n = coalesce(b"k", [vec![], vec![d()]]).unwrap();
-        assert!(n.delete && n.insert.is_none());
+    fn d(c: u32) -> EntryRef<'static> {
+        EntryRef::Delete { key: b"k", cancelled_len: c }
     }
 
     #[test]
-    fn impossible_sequences_are_errors() {
-        assert!(coalesce(b"k", [vec![i(b"a")], vec![i(b"b")]]).is_err());
-        assert!(coalesce(b"k", [vec![d()], vec![d()]]).is_err());
+    fn the_newest_entry_wins() {
+        assert_eq!(coalesce([i(b"b"), i(b"a")], false), Net { entry: Some(i(b"b")), shadowed: 1 });
+        assert_eq!(
+            coalesce([i(b"b"), d(3), i(b"a")], true),
+            Net { entry: Some(i(b"b")), shadowed: 2 }
+        );
+        assert_eq!(coalesce([d(3)], false), Net { entry: Some(d(3)), shadowed: 0 });
+        assert_eq!(coalesce([], false), Net { entry: None, shadowed: 0 });
+    }
+
+    #[test]
+    fn deletes_go_at_the_bottom_and_forget_what_they_cancelled() {
+        assert_eq!(coalesce([d(3)], true), Net { entry: None, shadowed: 0 });
+        assert_eq!(coalesce([d(3), i(b"a")], true), Net { entry: None, shadowed: 1 });
+        assert_eq!(coalesce([d(3), i(b"a")], false), Net { entry: Some(d(0)), shadowed: 1 });
+        assert_eq!(coalesce([d(3), d(5)], false), Net { entry: Some(d(3)), shadowed: 1 });
     }
 }

@@ -1,21 +1,157 @@
-//! Merge (paper section 2.3): merge-prepare chooses `m` (eqs. 1-2), merge-execute writes all
-//! new levels `L_0..L_m` in one pass (bottom-up fence propagation with `p_last`), and
-//! merge-finalize tightens, skips and relabels the new levels (eq. 3).
+//! Merge (paper section 2.3): merge-prepare chooses `m` (eqs. 1-2, `prepare.rs`),
+//! merge-execute writes all new levels `L_1..L_m` in one pass with bottom-up fence
+//! propagation (`run.rs`, `builder.rs`, `coalesce.rs`), and merge-finalize tightens, skips
+//! and relabels the new levels (eq. 3, `relabel.rs`). FD+XM and FD+DS build the new levels
+//! on the side (`side.rs`); FD+FC merges behind a wavefront (`crate::fc`).
 //!
-//! Under FD+XM the whole merge runs under the tree's write lock. Execute only reads the old
-//! levels and writes new files; the tree is changed in finalize, after every new block is
-//! written, so a failed merge leaves the old tree intact (its new files are removed).
+//! `L_0`'s part of a merge is its runs (`L_0`'s memtables are written out as runs first):
+//! they are the merge's newest sources.
 
-mod background;
 mod builder;
 mod coalesce;
-mod driver;
-pub(crate) mod execute;
-pub(crate) mod finalize;
-mod prepare;
-pub(crate) mod writer;
+pub(crate) mod prepare;
+pub(crate) mod relabel;
+pub(crate) mod run;
+pub(crate) mod side;
+
+use lamina_core::Result;
 
 pub use coalesce::{Net, coalesce};
-pub use driver::Trigger;
-pub use finalize::{Relabel, plan_relabel, plan_relabel_labels, plan_relabel_with};
 pub use prepare::{LevelSize, choose_m, preemptive_skips, u_hat};
+pub use relabel::{Relabel, plan_relabel, plan_relabel_labels, plan_relabel_with};
+pub use side::SideView;
+
+use crate::level::{LevelWriter, Visibility};
+use crate::options::Params;
+use crate::store::{BlockStore, FileKind};
+use crate::tree::{MergeReport, Tree};
+
+/// Why a merge runs (section 2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// `L_0` is over `kappa_0`.
+    Overflow,
+    /// (I6) is violated: always a full merge, `m = h - 1`.
+    Underflow,
+}
+
+/// Creates the writers of new levels `labels` in the new files `ids`; the last one is the
+/// data level, whose filter is sized for `keys_max` keys. On error, removes the files
+/// created.
+pub(crate) fn create_writers(
+    store: &BlockStore,
+    params: &Params,
+    labels: &[usize],
+    ids: &[u32],
+    keys_max: u64,
+    visibility: impl Fn(bool) -> Visibility,
+) -> Result<Vec<LevelWriter>> {
+    assert_eq!(ids.len(), labels.len(), "one new file per new level");
+    let mut writers = Vec::with_capacity(labels.len());
+    for (i, (&label, &id)) in labels.iter().zip(ids).enumerate() {
+        let data = i + 1 == labels.len();
+        match store.create(id, FileKind::Level) {
+            Ok(f) => writers.push(LevelWriter::new(
+                store,
+                params,
+                label,
+                id,
+                f,
+                if data { keys_max } else { 0 },
+                visibility(data),
+            )),
+            Err(e) => {
+                for w in &writers {
+                    let _ = store.remove_all(w.file_id()); // best effort: the error is returned
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(writers)
+}
+
+impl Tree {
+    /// Sizes of the materialized levels for merge-prepare, `L_0` first (its runs' data and
+    /// its fences).
+    pub(crate) fn level_sizes(&self) -> Vec<LevelSize> {
+        let mut out = vec![LevelSize {
+            label: 0,
+            data_bytes: self.top.runs.iter().map(|r| r.stats.data_bytes()).sum(),
+            fence_bytes: self.top.fences.bytes(),
+        }];
+        out.extend(self.levels.iter().map(|l| LevelSize {
+            label: l.label,
+            data_bytes: l.stats.data_bytes(),
+            fence_bytes: l.stats.fence_bytes,
+        }));
+        out
+    }
+
+    /// Merge-prepare: the `m` of the merge (eqs. 1-2; a full merge for an underflow).
+    pub(crate) fn choose_merge_m(&self, trigger: Trigger) -> usize {
+        let h = self.height();
+        match trigger {
+            Trigger::Underflow => (h - 1).max(1),
+            Trigger::Overflow => {
+                choose_m(&self.level_sizes(), h, self.counters().live_bytes(), &self.params)
+            }
+        }
+    }
+
+    /// Whether a merge is due, and why: (I6) first (its full merge also empties `L_0`'s
+    /// runs), then `L_0`'s runs over `kappa_0` (I3), or too many runs (each costs lookups a
+    /// filter check). The memtables are not merged (they become runs first), so (I6) is
+    /// checked on what a merge reads: the runs and the disk levels.
+    pub fn merge_due(&self) -> Option<Trigger> {
+        if self.merge_in_progress() || self.top.runs.is_empty() {
+            return None;
+        }
+        let mut merged = crate::format::stats::LevelStats::default();
+        for l in self.top.runs.iter().chain(self.levels.iter()) {
+            merged.merge(&l.stats);
+        }
+        if crate::tree::Counters::of(&merged).underflows() {
+            return Some(Trigger::Underflow);
+        }
+        let over = self.params.blocks_of(self.top.runs_sized_bytes()) > self.params.kappa0_blocks;
+        (over || self.top.runs.len() >= RUNS_MERGE).then_some(Trigger::Overflow)
+    }
+
+    pub(crate) fn verify_if_configured(&self) -> Result<()> {
+        if self.params.verify_each_merge {
+            self.verify()?;
+        }
+        Ok(())
+    }
+
+    /// Records what a merge did (stats, tests).
+    pub(crate) fn record_merge(
+        &mut self,
+        trigger: Trigger,
+        m: usize,
+        full: bool,
+        h: usize,
+        z: usize,
+        shadowed: u64,
+    ) {
+        self.last_merge = Some(MergeReport {
+            trigger,
+            m,
+            full,
+            height_before: h,
+            height_after: self.height(),
+            z,
+            shadowed,
+            labels_after: self.materialized_labels(),
+        });
+        match trigger {
+            Trigger::Overflow => self.merges.overflow += 1,
+            Trigger::Underflow => self.merges.underflow += 1,
+        }
+    }
+}
+
+/// `L_0` runs that make a merge due even if they are small (memtables written out early to
+/// bound the log, `options::FdTreeOptions::log_checkpoint_bytes`).
+pub const RUNS_MERGE: usize = 8;

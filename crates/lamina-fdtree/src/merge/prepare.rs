@@ -59,8 +59,8 @@ pub fn choose_m(sizes: &[LevelSize], h: usize, live_bytes: u64, params: &Params)
 /// bounds, so the real sizes can only allow smaller numbers (merge-finalize tightens
 /// further).
 ///
-/// Not used yet: FD+FC, whose merge-execute would write only these levels, is not
-/// implemented; FD+DS and FD+XM skip levels in merge-finalize (section 2.3).
+/// FD+FC writes only these levels (section 4.4.1); FD+DS and FD+XM write every
+/// label and skip levels in merge-finalize (section 2.3).
 pub fn preemptive_skips(
     u_hat_m: u64,
     m: usize,
@@ -74,7 +74,7 @@ pub fn preemptive_skips(
         let fences = (2 * estimates[i] + 1).saturating_mul(params.fence_bytes_max);
         estimates[i - 1] = params.blocks_of(fences);
     }
-    super::finalize::plan_relabel(&estimates, succ_below, full, params).o
+    super::relabel::plan_relabel(&estimates, succ_below, full, params).o
 }
 
 #[cfg(test)]
@@ -83,10 +83,11 @@ mod tests {
     use crate::options::FdTreeOptions;
 
     fn params() -> Params {
-        // kappa_0 = 1 block, gamma = 2; cap_eff = 512 - 36 - 2 * 18 = 440 bytes.
+        // kappa_0 = 1 block, gamma = 2.
         FdTreeOptions {
             memory_budget_bytes: 512,
             block_bytes: 512,
+            segment_bytes: 512,
             size_ratio: 2,
             key_bytes_max: 8,
             value_bytes_max: 8,
@@ -97,14 +98,18 @@ mod tests {
     }
 
     fn size(label: usize, blocks_data: u64, fence_bytes: u64) -> LevelSize {
-        LevelSize { label, data_bytes: blocks_data * 440, fence_bytes }
+        LevelSize { label, data_bytes: blocks_data * params().cap_eff_bytes, fence_bytes }
+    }
+
+    fn bytes(blocks: u64) -> u64 {
+        blocks * params().cap_eff_bytes
     }
 
     #[test]
     fn first_merge_grows_the_tree() {
         let p = params();
         let sizes = [size(0, 2, 0)];
-        assert_eq!(choose_m(&sizes, 1, 2 * 440, &p), 1);
+        assert_eq!(choose_m(&sizes, 1, bytes(2), &p), 1);
     }
 
     #[test]
@@ -112,16 +117,16 @@ mod tests {
         let p = params();
         // kappa = 1, 2, 4, 8. L_0 over by one block; L_1 has room for it.
         let sizes = [size(0, 1, 20), size(1, 0, 10), size(3, 7, 0)];
-        assert_eq!(u_hat(&sizes, 4, 8 * 440, 1, &p), 2);
-        assert_eq!(choose_m(&sizes, 4, 8 * 440, &p), 1);
+        assert_eq!(u_hat(&sizes, 4, bytes(8), 1, &p), 2);
+        assert_eq!(choose_m(&sizes, 4, bytes(8), &p), 1);
         // L_1 full: the merge goes to L_2 (skipped, so it has nothing of its own).
         let sizes = [size(0, 1, 20), size(1, 2, 10), size(3, 7, 0)];
-        assert_eq!(choose_m(&sizes, 4, 8 * 440, &p), 2);
+        assert_eq!(choose_m(&sizes, 4, bytes(8), &p), 2);
         // Everything full: a full merge that grows the tree (eq. 2, first case).
         let sizes = [size(0, 1, 20), size(1, 2, 10), size(2, 4, 0), size(3, 8, 0)];
-        assert_eq!(choose_m(&sizes, 4, 15 * 440, &p), 4);
+        assert_eq!(choose_m(&sizes, 4, bytes(15), &p), 4);
         // Deletes cancel most data: the exact live size lets the full merge stay at h - 1.
-        assert_eq!(choose_m(&sizes, 4, 8 * 440, &p), 3);
+        assert_eq!(choose_m(&sizes, 4, bytes(8), &p), 3);
     }
 
     #[test]
@@ -152,6 +157,6 @@ mod tests {
     fn oversized_top_level_skips_to_a_level_large_enough() {
         let p = params();
         let sizes = [size(0, 9, 0)];
-        assert_eq!(choose_m(&sizes, 1, 9 * 440, &p), 4); // kappa_4 = 16 >= 9 > kappa_3 = 8
+        assert_eq!(choose_m(&sizes, 1, bytes(9), &p), 4); // kappa_4 = 16 >= 9 > kappa_3 = 8
     }
 }

@@ -1,17 +1,11 @@
-//! Merge-finalize (section 2.3, equation 3): tighten each new level to the smallest level
-//! number that keeps (I3) and (I5), let `L_z` (the last new level that can be `L_0`) replace
-//! `L_0` and skip `L_1..L_z`, relabel the others, and so shrink the tree when a full merge
-//! produced little data. The last new level keeps its number unless the merge was full
-//! (footnote 7, Remark A.3).
+//! Merge-finalize's plan (section 2.3, equation 3; section 4.4.3 for background merges):
+//! tighten each new level to the smallest level number that keeps (I3) and (I5), find `L_z`
+//! (the last new level that can be `L_0`), and relabel the others, which shrinks the tree
+//! when a full merge produced little data. The last new level keeps its number unless the
+//! merge was full (footnote 7, Remark A.3). Pure functions of the level sizes.
 
-use lamina_core::Result;
-
-use super::execute::Executed;
 use crate::level::DiskLevel;
-use crate::options::{FcMode, Params};
-use crate::store::BlockStore;
-use crate::top::TopLevel;
-use crate::tree::Tree;
+use crate::options::Params;
 
 /// Most level numbers considered when tightening (`kappa_j` saturates long before).
 const LEVEL_SEARCH_MAX: usize = 128;
@@ -109,114 +103,6 @@ pub fn plan_relabel_labels(
     Relabel { o, z }
 }
 
-/// Equation 3 for the result of merge-execute over `old_levels` (the tree's levels before the
-/// switch). Background merges (FD+DS): a new level becomes `L_0` only if it fits the
-/// reserved slots (section 4.4.3), so `L_0` is not due for another merge at once.
-pub(crate) fn plan_for(
-    params: &Params,
-    old_levels: &[DiskLevel],
-    m: usize,
-    top: &TopLevel,
-    new_levels: &[DiskLevel],
-    full: bool,
-) -> Relabel {
-    let mut sizes = vec![params.blocks_of(top.sized_bytes())];
-    sizes.extend(new_levels.iter().map(|l| l.size_blocks(params)));
-    let succ_below = old_levels.iter().find(|l| l.label > m).map(|l| l.size_blocks(params));
-    let reserve = params.fence_reserve_bytes();
-    let may_be_top: Vec<bool> = std::iter::once(true)
-        .chain(
-            new_levels
-                .iter()
-                .map(|l| params.mode == FcMode::Xm || l.stats.sized_bytes() <= reserve),
-        )
-        .collect();
-    plan_relabel_with(&sizes, succ_below, full, params, &may_be_top)
-}
-
-/// Reads a whole (small) level into a new `L_0`.
-pub(crate) fn load_level_as_top(store: &BlockStore, level: &DiskLevel) -> Result<TopLevel> {
-    let mut top = TopLevel::new();
-    for index in 0..level.blocks {
-        for e in store.read(&*level.file, level.file_id, index)?.entries {
-            top.add_entry(e);
-        }
-    }
-    Ok(top)
-}
-
-impl Tree {
-    /// Applies merge-finalize to the result of merge-execute and switches the tree to it.
-    /// Returns `z`.
-    pub(crate) fn finalize(&mut self, m: usize, executed: Executed) -> Result<usize> {
-        self.finalize_with(m, executed, None)
-    }
-
-    /// Merge-finalize with `L_z` possibly already read (`preloaded`, FD+DS reads it before
-    /// taking the lock for the switch).
-    pub(crate) fn finalize_with(
-        &mut self,
-        m: usize,
-        executed: Executed,
-        preloaded: Option<(usize, TopLevel)>,
-    ) -> Result<usize> {
-        let Executed { top, levels: mut new_levels, cancellations, cancelled_bytes, full } =
-            executed;
-        let old_height = self.height();
-        let plan = plan_for(&self.params, &self.levels, m, &top, &new_levels, full);
-        // 1) If z > 0, L_z's content replaces L_0 and L_1..L_z are skipped.
-        let top = if plan.z > 0 {
-            let loaded = match preloaded {
-                // The plan is a function of the same inputs, so z matches; checked anyway.
-                Some((z, t)) if z == plan.z => Ok(t),
-                _ => load_level_as_top(&self.store, &new_levels[plan.z - 1]),
-            };
-            match loaded {
-                Ok(t) => t,
-                Err(e) => {
-                    for l in &new_levels {
-                        let _ = self.store.remove(l.file_id); // best effort; tree unchanged
-                    }
-                    return Err(e);
-                }
-            }
-        } else {
-            top
-        };
-        // 2) Relabel the remaining new levels L_(z+1)..L_m as L_(o_i).
-        let mut kept: Vec<DiskLevel> = new_levels.split_off(plan.z);
-        let tightened = plan.apply(&mut kept);
-        let dropped_new = new_levels; // L_1_new..L_z_new
-        let (old_merged, old_below): (Vec<DiskLevel>, Vec<DiskLevel>) =
-            std::mem::take(&mut self.levels).into_iter().partition(|l| l.label <= m);
-        kept.extend(old_below);
-        self.levels = kept;
-        self.top = top;
-        self.counters.remove_cancelled(cancellations, cancelled_bytes);
-        self.merges.levels_skipped += dropped_new.len() as u64;
-        self.merges.levels_tightened += tightened;
-        if full {
-            self.merges.count_full(old_height, self.height());
-        }
-        // Reclaim the replaced levels. The tree no longer refers to them; a failure leaks
-        // a file but leaves the tree consistent, and is reported.
-        let defer = self.persist.is_some();
-        if defer {
-            self.obsolete_files.extend(old_merged.iter().map(|l| l.file_id));
-        }
-        let reclaim_now = if defer { &[][..] } else { &old_merged[..] };
-        let mut first_err = Ok(());
-        for l in dropped_new.iter().chain(reclaim_now) {
-            if let Err(e) = self.store.remove(l.file_id)
-                && first_err.is_ok()
-            {
-                first_err = Err(e);
-            }
-        }
-        first_err.map(|()| plan.z)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,6 +113,7 @@ mod tests {
         FdTreeOptions {
             memory_budget_bytes: 4 * 512,
             block_bytes: 512,
+            segment_bytes: 512,
             size_ratio: 4,
             key_bytes_max: 8,
             value_bytes_max: 8,

@@ -1,0 +1,250 @@
+//! Background work: writing memtables out as runs (the flush thread, `flush.rs`) and merges
+//! (the merge thread: FD+DS builds new levels on the side, FD+FC merges behind a
+//! wavefront). FD+XM does the same work inline, in the modification that needs it, under
+//! its exclusive lock (`flush_now`, `merge_now`).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use lamina_core::{Error, Result};
+
+use super::control::{Next, RETRY_INTERVAL, clone_error};
+use super::inner::Inner;
+use crate::fc::run_fc_merge;
+use crate::flush::write_run;
+use crate::merge::side::{IntoTop, finalize_plan};
+use crate::options::FcMode;
+use crate::persist::fences;
+use crate::store::FileKind;
+use crate::top::Fences;
+use crate::tree::Tree;
+
+impl Inner {
+    /// The flush thread.
+    pub fn flush_thread(&self) {
+        let run = std::panic::AssertUnwindSafe(|| {
+            loop {
+                let retry = self.control.no_space().is_some().then_some(RETRY_INTERVAL);
+                if self.control.next_flush(retry) == Next::Stop {
+                    return;
+                }
+                let result = self.flush_now();
+                self.control.background_result(&result);
+                if result.is_ok() && self.read(|t| Ok(t.merge_due().is_some())).unwrap_or(false) {
+                    self.control.want_merge();
+                }
+            }
+        });
+        if std::panic::catch_unwind(run).is_err() {
+            self.control.fail(&Error::corruption(
+                self.storage.path_of("fdtree"),
+                0,
+                "the flush thread panicked; reopen the tree",
+            ));
+        }
+    }
+
+    /// The merge thread (FD+DS, FD+FC).
+    pub fn merge_thread(&self) {
+        let run = std::panic::AssertUnwindSafe(|| {
+            loop {
+                let retry = self.control.no_space().is_some().then_some(RETRY_INTERVAL);
+                if self.control.next_merge(retry) == Next::Stop {
+                    return;
+                }
+                let result = self.merge_now();
+                self.control.background_result(&result);
+            }
+        });
+        if std::panic::catch_unwind(run).is_err() {
+            // A bug: the tree stays readable; modifications get this error.
+            self.control.fail(&Error::corruption(
+                self.storage.path_of("fdtree"),
+                0,
+                "the merge thread panicked; reopen the tree",
+            ));
+        }
+    }
+
+    /// Whether the active memtable should be frozen and written out: full, or the log has
+    /// grown past `log_checkpoint_bytes` since the last time.
+    fn freeze_due(&self) -> Result<bool> {
+        let active = self.read(|t| Ok(t.top.active.bytes()))?;
+        let logged = self.logged_bytes.load(Ordering::Relaxed);
+        Ok(active >= self.params.memtable_freeze_bytes()
+            || (self.log.is_some() && logged >= self.params.log_checkpoint_bytes && active > 0))
+    }
+
+    /// Writes the frozen memtable out as a run (freezing the active one first if it is
+    /// due), installs it and commits; repeats while there is one to write.
+    pub fn flush_now(&self) -> Result<()> {
+        loop {
+            let frozen = self.read(|t| Ok(t.top.frozen.clone()))?;
+            let frozen = match frozen {
+                Some(f) => f,
+                None => {
+                    if !self.freeze_due()? {
+                        return Ok(());
+                    }
+                    match self.freeze()? {
+                        Some(f) => f,
+                        None => return Ok(()),
+                    }
+                }
+            };
+            let id = self.write(Tree::alloc_file_id)?;
+            let run = write_run(&self.store, &self.params, id, &frozen)?;
+            let mut run = Some(run);
+            self.commit_after(&mut || {
+                let run = run.take().expect("installed once");
+                self.write(|t| {
+                    t.install_run(run);
+                    Ok(())
+                })
+            })?;
+            self.control.room_made();
+        }
+    }
+
+    /// Freezes the active memtable under the exclusive write gate (no modification is
+    /// between its log append and its memtable insert).
+    fn freeze(&self) -> Result<Option<Arc<crate::memtable::Memtable>>> {
+        let _gate = self.write_gate.write();
+        let through = match &self.log {
+            Some(log) => log.stats().next_seq.saturating_sub(1),
+            None => 0,
+        };
+        let frozen = self.write(|t| Ok(t.freeze(through)))?;
+        if frozen.is_some() {
+            self.logged_bytes.store(0, Ordering::Relaxed);
+        }
+        Ok(frozen)
+    }
+
+    /// Runs the merges that are due (or a merge recovery rebuilt) until none is.
+    pub fn merge_now(&self) -> Result<()> {
+        loop {
+            if self.mode != FcMode::Xm && self.control.stopping() {
+                return Ok(());
+            }
+            // A merge recovery rebuilt is FD+FC's, whatever the scheme the tree is opened with.
+            let resume = self.read(|t| Ok(t.fc_resume.is_some()))?;
+            let done = if self.mode == FcMode::Fc || resume {
+                self.fc_merge_once()?
+            } else {
+                self.side_merge_once()?
+            };
+            if !done {
+                return Ok(());
+            }
+            self.read(Tree::verify_if_configured)?;
+        }
+    }
+
+    /// One FD+FC merge, if one is due; whether one ran.
+    fn fc_merge_once(&self) -> Result<bool> {
+        let merge = self.write(|t| {
+            if let Some(resumed) = t.fc_resume.take() {
+                return Ok(Some(resumed));
+            }
+            match t.merge_due() {
+                Some(trigger) => t.begin_fc_merge(trigger).map(Some),
+                None => Ok(None),
+            }
+        })?;
+        let Some(merge) = merge else { return Ok(false) };
+        if let Err(e) = run_fc_merge(self, merge) {
+            // The merge cannot be undone (old blocks are gone): the tree stays readable
+            // between two stages, modifications are refused until it is reopened (a
+            // persistent tree resumes the merge from its last progress record). A full disk
+            // is waited out inside the merge; it ends up here only when closing.
+            if !matches!(e, Error::NoSpace { .. }) {
+                self.control.fail(&e);
+            }
+            return Err(e);
+        }
+        Ok(true)
+    }
+
+    /// One FD+XM or FD+DS merge, if one is due; whether one ran. A failure leaves the old
+    /// levels in place (the new files are removed) and `L_0^old`'s runs back in `L_0`.
+    fn side_merge_once(&self) -> Result<bool> {
+        let merge = self.write(|t| match t.merge_due() {
+            Some(trigger) => t.begin_side_merge(trigger).map(Some),
+            None => Ok(None),
+        })?;
+        let Some(mut merge) = merge else { return Ok(false) };
+        let executed = merge.execute();
+        self.control.hold_point();
+        let executed = match executed {
+            Ok(e) => e,
+            Err(e) => {
+                self.write(|t| {
+                    t.abort_side_merge();
+                    Ok(())
+                })?;
+                return Err(e);
+            }
+        };
+        let new_ids: Vec<u32> = executed.levels.iter().map(|l| l.file_id).collect();
+        let mut executed = Some(executed);
+        let persistent = self.persistent;
+        let finished = self.commit_after(&mut || {
+            let executed = executed.take().expect("finalized once");
+            let (params, succ_below, m) = self.read(|t| {
+                let side = t.side.as_ref().expect("a side merge is in progress");
+                let succ = side
+                    .old_levels
+                    .iter()
+                    .find(|l| l.label > merge.m)
+                    .map(|l| l.size_blocks(&t.params));
+                Ok((t.params.clone(), succ, merge.m))
+            })?;
+            let top_bytes = executed
+                .top_fences
+                .iter()
+                .map(|(k, _)| crate::format::entry::fence_bytes(k.len()) as u64)
+                .sum();
+            let plan = finalize_plan(
+                &params,
+                &self.store,
+                top_bytes,
+                executed.levels.clone(),
+                succ_below,
+                executed.full,
+            )?;
+            let mut fences = Fences::new();
+            match &plan.into_top {
+                Some(IntoTop::Fences(f)) => f.iter().for_each(|(k, p)| fences.add(k, *p)),
+                Some(IntoTop::Run(_)) => {}
+                None => executed.top_fences.iter().for_each(|(k, p)| fences.add(k, *p)),
+            }
+            let id =
+                if persistent && !fences.is_empty() { self.write(Tree::alloc_file_id)? } else { 0 };
+            if id != 0 {
+                self.store.write_file(id, FileKind::Fences, &fences::encode(&fences))?;
+            }
+            debug_assert_eq!(m, merge.m);
+            self.write(|t| {
+                t.finish_side_merge(&merge, &executed, plan, fences, id);
+                Ok(())
+            })
+        });
+        if let Err(e) = finished {
+            // The switch did not happen if the error came before it (the tree still has
+            // its side view); the new files are then removed.
+            let aborted = self.write(|t| {
+                let aborted = t.side.is_some();
+                t.abort_side_merge();
+                Ok(aborted)
+            })?;
+            if aborted {
+                for id in new_ids {
+                    let _ = self.store.remove_all(id); // never referenced; the error matters
+                }
+            }
+            return Err(clone_error(&e));
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,283 @@
+//! The control block shared by writers and the background threads (the flush thread and
+//! the merge thread): what work is wanted, whether to stop, the failure state, and the test
+//! hooks that hold the merge thread between stages.
+//!
+//! Failures come in two kinds:
+//! - **sticky** (an I/O error other than a full disk, corruption, a panic in a background
+//!   thread): after it, every modification is refused with it, `sync` and `verify` return
+//!   it, nothing waits for a thread that will not make progress; lookups go on (the tree in
+//!   memory stays consistent). Reopening recovers from the last commit and the log.
+//! - **no space** (`Error::NoSpace`): background work that needs space waits and retries;
+//!   meanwhile writers that need room in `L_0` get the error instead of waiting, and once
+//!   space is freed the same handle works again.
+//!
+//! Invariant: `failure` never goes from `Some` back to `None`.
+
+use std::time::Duration;
+
+use lamina_core::{Error, Result};
+use parking_lot::{Condvar, Mutex};
+
+/// How long a writer waiting for room re-checks its conditions, and how long background
+/// work waits before retrying after running out of space.
+pub const RETRY_INTERVAL: Duration = Duration::from_millis(50);
+
+#[derive(Debug, Default)]
+#[allow(clippy::struct_excessive_bools)] // independent flags of one state machine
+struct State {
+    stop: bool,
+    flush_wanted: bool,
+    merge_wanted: bool,
+    /// Sticky failure (module documentation).
+    failure: Option<Error>,
+    /// The last full-disk error background work met, until it succeeds again.
+    no_space: Option<Error>,
+    /// A background thread is working (not waiting for work).
+    flushing: bool,
+    merging: bool,
+    /// Test hooks: hold the merge thread at its next hold point; steps granted; whether it
+    /// is held now.
+    hold: bool,
+    steps: u64,
+    held: bool,
+    /// Times the merge thread arrived at a hold point and was held.
+    arrivals: u64,
+    /// Bumped whenever room may have been made in `L_0` (a run was installed).
+    room_epoch: u64,
+}
+
+/// The control block.
+#[derive(Debug, Default)]
+pub struct Control {
+    state: Mutex<State>,
+    /// Background threads wait here for work; writers for room; tests for idleness.
+    cv: Condvar,
+}
+
+/// What a background thread should do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Run (it was woken or work may be due).
+    Work,
+    /// Exit.
+    Stop,
+}
+
+impl Control {
+    /// The sticky failure, if any, as an error.
+    pub fn check(&self) -> Result<()> {
+        match &self.state.lock().failure {
+            Some(e) => Err(clone_error(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Records a sticky failure (the first one wins) and wakes everyone.
+    pub fn fail(&self, err: &Error) {
+        let mut st = self.state.lock();
+        if st.failure.is_none() {
+            st.failure = Some(clone_error(err));
+        }
+        self.cv.notify_all();
+    }
+
+    /// Records the outcome of background work that may run out of space: a full disk is
+    /// remembered (writers needing room get it), any other error becomes sticky, success
+    /// clears the full-disk state.
+    pub fn background_result(&self, result: &Result<()>) {
+        let mut st = self.state.lock();
+        match result {
+            Ok(()) => st.no_space = None,
+            Err(e @ Error::NoSpace { .. }) => st.no_space = Some(clone_error(e)),
+            Err(e) => {
+                if st.failure.is_none() {
+                    st.failure = Some(clone_error(e));
+                }
+            }
+        }
+        self.cv.notify_all();
+    }
+
+    /// The full-disk error background work is stuck on, if any.
+    pub fn no_space(&self) -> Option<Error> {
+        self.state.lock().no_space.as_ref().map(clone_error)
+    }
+
+    /// Asks the flush thread to run.
+    pub fn want_flush(&self) {
+        let mut st = self.state.lock();
+        if !st.flush_wanted {
+            st.flush_wanted = true;
+            self.cv.notify_all();
+        }
+    }
+
+    /// Asks the merge thread to run.
+    pub fn want_merge(&self) {
+        let mut st = self.state.lock();
+        if !st.merge_wanted {
+            st.merge_wanted = true;
+            self.cv.notify_all();
+        }
+    }
+
+    /// The flush thread's wait: until wanted (or `timeout`, to retry after a full disk),
+    /// or stopped.
+    pub fn next_flush(&self, timeout: Option<Duration>) -> Next {
+        self.next(|st| &mut st.flush_wanted, |st| &mut st.flushing, timeout)
+    }
+
+    /// The merge thread's wait.
+    pub fn next_merge(&self, timeout: Option<Duration>) -> Next {
+        self.next(|st| &mut st.merge_wanted, |st| &mut st.merging, timeout)
+    }
+
+    fn next(
+        &self,
+        wanted: impl Fn(&mut State) -> &mut bool,
+        busy: impl Fn(&mut State) -> &mut bool,
+        timeout: Option<Duration>,
+    ) -> Next {
+        let mut st = self.state.lock();
+        *busy(&mut st) = false;
+        self.cv.notify_all();
+        loop {
+            if st.stop {
+                return Next::Stop;
+            }
+            if std::mem::take(wanted(&mut st)) {
+                *busy(&mut st) = true;
+                return Next::Work;
+            }
+            match timeout {
+                Some(t) => {
+                    if self.cv.wait_for(&mut st, t).timed_out() {
+                        *busy(&mut st) = true;
+                        return Next::Work;
+                    }
+                }
+                None => self.cv.wait(&mut st),
+            }
+        }
+    }
+
+    /// Tells the background threads to exit once their current work is done.
+    pub fn stop(&self) {
+        self.state.lock().stop = true;
+        self.cv.notify_all();
+    }
+
+    /// Whether the background threads are told to stop.
+    pub fn stopping(&self) -> bool {
+        self.state.lock().stop
+    }
+
+    /// A run was installed: writers waiting for room look again.
+    pub fn room_made(&self) {
+        let mut st = self.state.lock();
+        st.room_epoch += 1;
+        self.cv.notify_all();
+    }
+
+    /// The room epoch (see [`Control::wait_room`]).
+    pub fn room_epoch(&self) -> u64 {
+        self.state.lock().room_epoch
+    }
+
+    /// Waits until room may have been made since `epoch`, a failure, a stop, or
+    /// [`RETRY_INTERVAL`].
+    pub fn wait_room(&self, epoch: u64) {
+        let mut st = self.state.lock();
+        if st.room_epoch == epoch && st.failure.is_none() && !st.stop {
+            self.cv.wait_for(&mut st, RETRY_INTERVAL);
+        }
+    }
+
+    /// Waits until neither background thread is working nor wanted (tests, benchmarks).
+    pub fn wait_idle(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        loop {
+            if let Some(e) = &st.failure {
+                return Err(clone_error(e));
+            }
+            if st.stop
+                || (!st.flushing && !st.merging && !st.flush_wanted && !st.merge_wanted)
+                || (st.held && st.hold)
+            {
+                return Ok(());
+            }
+            self.cv.wait_for(&mut st, RETRY_INTERVAL);
+        }
+    }
+
+    /// Test hook: whether the merge thread is held now.
+    pub fn held(&self) -> bool {
+        let st = self.state.lock();
+        st.held && st.hold
+    }
+
+    /// Test hook: hold (or release) the merge thread at its hold points.
+    pub fn set_hold(&self, hold: bool) {
+        let mut st = self.state.lock();
+        st.hold = hold;
+        self.cv.notify_all();
+    }
+
+    /// Test hook: lets a held merge thread run to its next hold point, and waits until it
+    /// is there or idle.
+    pub fn step(&self) {
+        let mut st = self.state.lock();
+        let arrivals = st.arrivals;
+        st.steps += 1;
+        self.cv.notify_all();
+        // Until the thread is held again at a later point, or has nothing more to do.
+        while st.arrivals == arrivals
+            && (st.merging || st.merge_wanted || st.held)
+            && !st.stop
+            && st.failure.is_none()
+        {
+            self.cv.wait_for(&mut st, RETRY_INTERVAL);
+        }
+    }
+
+    /// Test hook: waits until the merge thread is held.
+    pub fn wait_held(&self) {
+        let mut st = self.state.lock();
+        while !st.held && !st.stop && st.failure.is_none() {
+            self.cv.wait_for(&mut st, RETRY_INTERVAL);
+        }
+    }
+
+    /// The merge thread's hold point: waits while held (tests), unless granted a step.
+    pub fn hold_point(&self) {
+        let mut st = self.state.lock();
+        if !st.hold {
+            return;
+        }
+        st.held = true;
+        st.arrivals += 1;
+        self.cv.notify_all();
+        let steps = st.steps;
+        while st.hold && st.steps == steps && !st.stop {
+            self.cv.wait(&mut st);
+        }
+        st.held = false;
+        self.cv.notify_all();
+    }
+}
+
+/// A copy of an error to hand to another caller (errors are not `Clone`: an I/O source is
+/// kept as its kind and message).
+pub fn clone_error(e: &Error) -> Error {
+    match e {
+        Error::Io { context, source } => {
+            Error::io(context.clone(), std::io::Error::new(source.kind(), source.to_string()))
+        }
+        Error::NoSpace { context } => Error::NoSpace { context: context.clone() },
+        Error::Corruption { file, offset, reason } => {
+            Error::corruption(file.clone(), *offset, reason.clone())
+        }
+        Error::Closed => Error::Closed,
+        other => Error::io("fdtree background failure", std::io::Error::other(other.to_string())),
+    }
+}

@@ -1,0 +1,81 @@
+//! The engine's shared state and its locks.
+//!
+//! Locks, in the order they are taken (a thread never takes an earlier one while holding a
+//! later one):
+//! 1. `xm` (FD+XM only): the paper's single readers-writer lock of the tree, taken shared
+//!    by lookups and scans, exclusively by modifications, which run flushes and merges
+//!    under it (section 3).
+//! 2. a key stripe (`stripes`): serializes the modifications of one key, so that delete and
+//!    compare-and-swap, which look the key up first, apply to the value they saw; a batch
+//!    takes the stripes of all its keys in increasing order. Nothing else waits for it.
+//! 3. `persist` (the commit lock): one commit at a time, and what a merge switches in is
+//!    committed with nothing in between (`fc/run.rs`).
+//! 4. `write_gate`: shared by every modification from its log append until it is applied
+//!    to the memtable, exclusive while the memtable is frozen, so the frozen memtable holds
+//!    exactly the log records up to a sequence number.
+//! 5. `stage_gate` (FD+FC): exclusive for each stage of a merge, shared by scans.
+//! 6. `tree`: the paper's `L_0` mutex; short critical sections, never across I/O.
+//! 7. a memtable's own lock, a block latch, a tail's mutex.
+
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Weak};
+
+use lamina_core::{Durability, Error, Result};
+use lamina_storage::Storage;
+use lamina_storage::log::Log;
+use parking_lot::{Mutex, RwLock};
+
+use super::control::Control;
+use crate::options::{FcMode, Params};
+use crate::persist::Persist;
+use crate::store::BlockStore;
+use crate::tree::Tree;
+
+/// Key stripes (a power of two).
+pub const STRIPES: usize = 4096;
+
+/// The state every thread of the engine shares.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    /// The tree; `None` once closed.
+    pub tree: RwLock<Option<Tree>>,
+    pub store: BlockStore,
+    pub params: Params,
+    pub storage: Arc<dyn Storage>,
+    pub log: Option<Arc<Log>>,
+    pub durability: Durability,
+    pub mode: FcMode,
+    /// The commit lock and the superblock (`None`: a volatile tree).
+    pub persist: Mutex<Option<Persist>>,
+    pub persistent: bool,
+    pub write_gate: RwLock<()>,
+    pub stripes: Box<[Mutex<()>]>,
+    pub xm: RwLock<()>,
+    pub stage_gate: RwLock<()>,
+    pub control: Control,
+    pub user_bytes_written: AtomicU64,
+    /// Log bytes appended since the memtable was last frozen.
+    pub logged_bytes: AtomicU64,
+    pub closed: AtomicBool,
+    /// This engine (for background work that must not keep it alive).
+    pub me: Weak<Inner>,
+}
+
+impl Inner {
+    /// Runs `f` on the tree under the shared tree lock.
+    pub fn read<R>(&self, f: impl FnOnce(&Tree) -> Result<R>) -> Result<R> {
+        let guard = self.tree.read();
+        f(guard.as_ref().ok_or(Error::Closed)?)
+    }
+
+    /// Runs `f` on the tree under the exclusive tree lock.
+    pub fn write<R>(&self, f: impl FnOnce(&mut Tree) -> Result<R>) -> Result<R> {
+        let mut guard = self.tree.write();
+        f(guard.as_mut().ok_or(Error::Closed)?)
+    }
+
+    /// The stripe of a key (by its filter hash).
+    pub fn stripe(&self, hash: u64) -> &Mutex<()> {
+        &self.stripes[(hash as usize) & (STRIPES - 1)]
+    }
+}

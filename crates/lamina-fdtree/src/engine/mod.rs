@@ -1,0 +1,450 @@
+//! [`FdTree`]: the FD+tree as a `lamina_core::OrderedIndex`, with the concurrency schemes of
+//! sections 3 and 4 (FD+XM, FD+DS, FD+FC).
+//!
+//! - `inner.rs`: the shared state and the order of its locks;
+//! - `write.rs`: modifications (blind puts, deletes and CAS that look up first, batches);
+//! - `read.rs`: lookups and scans;
+//! - `background.rs`: the flush thread and the merge thread (FD+XM runs their work inline);
+//! - `commit.rs`: commits, and what an FD+FC merge needs from the engine (`fc::FcHost`);
+//! - `control.rs`: wake-ups, stopping, failures (sticky, or a full disk that is waited out).
+
+mod background;
+mod commit;
+pub(crate) mod control;
+mod inner;
+mod read;
+mod write;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use lamina_core::{
+    CasOutcome, Durability, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch,
+};
+use lamina_storage::log::{Log, LogOptions, RecordOp, Retention};
+use lamina_storage::{FileOptions, FileStorage, MemoryStorage, Storage};
+use parking_lot::{Mutex, RwLock};
+
+use control::Control;
+use inner::{Inner, STRIPES};
+
+use crate::flush::write_run;
+use crate::memtable::Slot;
+use crate::options::{FcMode, FdTreeOptions};
+use crate::persist::LOG_FILE_PREFIX;
+use crate::store::BlockStore;
+use crate::tree::Tree;
+
+/// Bytes of one log segment; segments wholly older than the last commit are removed (the
+/// newest is kept: it carries the log's sequence numbers across restarts). Small segments
+/// keep the log's disk use near what recovery needs, at the cost of a file creation per
+/// 2 MiB of log.
+const LOG_SEGMENT_BYTES: u64 = 2 << 20;
+/// How long a `Sync` write's record may wait in the log buffer for others to join it.
+const LOG_LINGER: Duration = Duration::from_millis(2);
+
+/// The `fdtree` engine.
+#[derive(Debug)]
+pub struct FdTree {
+    inner: Arc<Inner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Drop for FdTree {
+    fn drop(&mut self) {
+        self.stop_threads();
+    }
+}
+
+impl FdTree {
+    /// A volatile tree over a fresh [`MemoryStorage`]: nothing survives `close`.
+    pub fn volatile(options: &FdTreeOptions) -> Result<FdTree> {
+        Self::with_storage(Arc::new(MemoryStorage::new()), options, false)
+    }
+
+    /// Opens (or creates) the persistent tree stored in `storage`, recovering it from its
+    /// superblock and log.
+    pub fn open(storage: Arc<dyn Storage>, options: &FdTreeOptions) -> Result<FdTree> {
+        Self::start(storage, options, true, false)
+    }
+
+    /// Opens the persistent tree stored in `storage`, which must exist: a missing or empty
+    /// superblock is [`Error::Corruption`], never a new empty tree (the caller knows a
+    /// database was created there).
+    pub fn open_existing(storage: Arc<dyn Storage>, options: &FdTreeOptions) -> Result<FdTree> {
+        Self::start(storage, options, true, true)
+    }
+
+    /// Opens (or creates) the persistent tree in directory `path` with the file backend.
+    pub fn open_dir(path: impl AsRef<Path>, options: &FdTreeOptions) -> Result<FdTree> {
+        let storage = FileStorage::open_dir(path, FileOptions::default())?;
+        Self::open(Arc::new(storage), options)
+    }
+
+    /// A tree over `storage`: persistent (superblock + log) or volatile (nothing written but
+    /// level files).
+    pub fn with_storage(
+        storage: Arc<dyn Storage>,
+        options: &FdTreeOptions,
+        persistent: bool,
+    ) -> Result<FdTree> {
+        Self::start(storage, options, persistent, false)
+    }
+
+    fn start(
+        storage: Arc<dyn Storage>,
+        options: &FdTreeOptions,
+        persistent: bool,
+        must_exist: bool,
+    ) -> Result<FdTree> {
+        let params = options.params()?;
+        let store = BlockStore::new(storage.clone(), &params);
+        let (tree, persist, log, records) = if persistent {
+            let (tree, persist) = Tree::recover(params.clone(), store.clone(), must_exist)?;
+            let log_options = LogOptions {
+                retention: Retention::Truncate {
+                    segment_bytes: LOG_SEGMENT_BYTES
+                        .max(LogOptions::default().chunk_bytes_max().next_multiple_of(4096)),
+                },
+                // The engine waits for syncs itself, after releasing its locks.
+                durability: match options.durability {
+                    Durability::Sync => Durability::Buffered { max_delay: LOG_LINGER },
+                    other => other,
+                },
+                file_prefix: LOG_FILE_PREFIX.into(),
+                ..LogOptions::default()
+            };
+            let mut records = Vec::new();
+            let log = Log::open(storage.clone(), log_options, |r| records.push(r))?;
+            let next = log.stats().next_seq;
+            if next <= tree.applied_seq {
+                return Err(Error::corruption(
+                    storage.path_of(LOG_FILE_PREFIX),
+                    0,
+                    format!(
+                        "the log ends at {next}, before the committed state ({})",
+                        tree.applied_seq
+                    ),
+                ));
+            }
+            (tree, Some(persist), Some(Arc::new(log)), records)
+        } else {
+            (Tree::new(params.clone(), store.clone()), None, None, Vec::new())
+        };
+        let mode = params.mode;
+        let inner = Arc::new_cyclic(|me| Inner {
+            tree: RwLock::new(Some(tree)),
+            store,
+            params,
+            storage,
+            log,
+            durability: options.durability,
+            mode,
+            persist: Mutex::new(persist),
+            persistent,
+            write_gate: RwLock::new(()),
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            xm: RwLock::new(()),
+            stage_gate: RwLock::new(()),
+            control: Control::default(),
+            user_bytes_written: AtomicU64::new(0),
+            logged_bytes: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            me: me.clone(),
+        });
+        inner.replay(records)?;
+        if mode != FcMode::Fc && inner.read(|t| Ok(t.fc_resume.is_some()))? {
+            // An FD+FC merge in progress, opened with another scheme (the format is
+            // shared): it is finished here, before anything else runs.
+            inner.merge_now()?;
+        }
+        let mut threads = Vec::new();
+        if mode == FcMode::Xm {
+            let _x = inner.xm.write();
+            inner.flush_now()?;
+            inner.merge_now()?;
+        } else {
+            for (name, work) in [
+                ("fdtree-flush", Inner::flush_thread as fn(&Inner)),
+                ("fdtree-merge", Inner::merge_thread as fn(&Inner)),
+            ] {
+                let inner = inner.clone();
+                threads.push(
+                    std::thread::Builder::new()
+                        .name(name.into())
+                        .spawn(move || work(&inner))
+                        .map_err(|e| Error::io("starting an fdtree background thread", e))?,
+                );
+            }
+            inner.control.want_flush();
+            inner.control.want_merge();
+        }
+        Ok(FdTree { inner, threads: Mutex::new(threads) })
+    }
+
+    /// The concurrency scheme.
+    pub fn mode(&self) -> FcMode {
+        self.inner.mode
+    }
+
+    /// Waits until no background work is running or due, and returns a failure if one is
+    /// recorded (tests, benchmarks).
+    pub fn wait_for_merges(&self) -> Result<()> {
+        if self.inner.mode == FcMode::Xm {
+            return self.inner.control.check();
+        }
+        loop {
+            self.inner.control.wait_idle()?;
+            if self.inner.control.held() {
+                return self.inner.control.check(); // a test holds the merge thread
+            }
+            let due = self.inner.read(|t| {
+                Ok(t.merge_due().is_some() || t.merge_in_progress() || t.top.frozen.is_some())
+            })?;
+            if !due || self.inner.control.stopping() {
+                return self.inner.control.check();
+            }
+            self.inner.control.want_flush();
+            self.inner.control.want_merge();
+            std::thread::sleep(control::RETRY_INTERVAL / 10);
+        }
+    }
+
+    /// Writes the active memtable out as a run now (tests, benchmarks); FD+XM also runs
+    /// the merges that makes due.
+    pub fn flush(&self) -> Result<()> {
+        let _x = (self.inner.mode == FcMode::Xm).then(|| self.inner.xm.write());
+        self.inner.force_freeze()?;
+        if self.inner.mode == FcMode::Xm {
+            self.inner.flush_now()?;
+            return self.inner.merge_now();
+        }
+        loop {
+            self.inner.control.check()?;
+            let epoch = self.inner.control.room_epoch();
+            if self.inner.read(|t| Ok(t.top.frozen.is_none()))? {
+                self.inner.control.want_merge();
+                return Ok(());
+            }
+            self.inner.control.want_flush();
+            if let Some(e) = self.inner.control.no_space() {
+                return Err(e);
+            }
+            self.inner.control.wait_room(epoch);
+        }
+    }
+
+    /// Test hook: hold the merge thread (FD+DS: after merge-execute, before the switch;
+    /// FD+FC: after each stage); `false` releases it.
+    #[doc(hidden)]
+    pub fn hold_merges(&self, hold: bool) {
+        self.inner.control.set_hold(hold);
+    }
+
+    /// Test hook: lets the held merge thread run to its next hold point.
+    #[doc(hidden)]
+    pub fn step_merge(&self) {
+        self.inner.control.step();
+    }
+
+    /// Test hook: waits until the merge thread is held.
+    #[doc(hidden)]
+    pub fn wait_merge_held(&self) {
+        self.inner.control.wait_held();
+    }
+
+    /// The storage below the tree (for I/O counters in tests and benchmarks).
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.inner.storage
+    }
+
+    /// Runs `f` on the tree under the shared tree lock (inspection, tests).
+    pub fn with_tree<R>(&self, f: impl FnOnce(&Tree) -> R) -> Result<R> {
+        self.inner.read(|t| Ok(f(t)))
+    }
+
+    /// Checks every invariant of the tree (`verify.rs`), after waiting for background work.
+    pub fn verify(&self) -> Result<()> {
+        self.wait_for_merges()?;
+        let _x = (self.inner.mode == FcMode::Xm).then(|| self.inner.xm.read());
+        self.inner.read(Tree::verify)
+    }
+
+    fn stop_threads(&self) {
+        let threads = std::mem::take(&mut *self.threads.lock());
+        if threads.is_empty() {
+            return;
+        }
+        self.inner.control.stop();
+        for t in threads {
+            // A panic of a background thread already recorded itself as a failure.
+            let _ = t.join();
+        }
+    }
+}
+
+impl Inner {
+    /// Replays the log records recovery returned (those after the committed state) into the
+    /// memtable, writing it out as runs whenever it fills, and commits if it wrote any.
+    fn replay(&self, records: Vec<lamina_storage::log::Record>) -> Result<()> {
+        let applied = self.read(|t| Ok(t.applied_seq))?;
+        let mut wrote = false;
+        for record in records {
+            if record.seq <= applied {
+                continue;
+            }
+            let mem = self.read(|t| Ok(t.top.active.clone()))?;
+            match &record.op {
+                RecordOp::Put { key, value } => {
+                    mem.apply(key, Slot::Insert(value.as_slice().into()), record.seq);
+                }
+                RecordOp::Delete { key } => {
+                    mem.apply(key, Slot::Delete { cancelled_len: 0 }, record.seq);
+                }
+                RecordOp::Batch(ops) => mem.apply_batch(ops, record.seq),
+            }
+            if mem.bytes() >= self.params.memtable_freeze_bytes() {
+                self.write_out_active(record.seq)?;
+                wrote = true;
+            }
+        }
+        if wrote {
+            self.commit_after(&mut || Ok(()))?;
+        }
+        Ok(())
+    }
+
+    /// Freezes the active memtable (through log record `through`) and writes it out as a
+    /// run synchronously (recovery, close).
+    fn write_out_active(&self, through: u64) -> Result<()> {
+        let Some(frozen) = self.write(|t| Ok(t.freeze(through)))? else { return Ok(()) };
+        let id = self.write(Tree::alloc_file_id)?;
+        let run = write_run(&self.store, &self.params, id, &frozen)?;
+        self.write(|t| {
+            t.install_run(run);
+            Ok(())
+        })
+    }
+
+    /// Freezes the active memtable even if it is not full (if nothing else is frozen).
+    fn force_freeze(&self) -> Result<()> {
+        let _gate = self.write_gate.write();
+        let through = match &self.log {
+            Some(log) => log.stats().next_seq.saturating_sub(1),
+            None => 0,
+        };
+        self.write(|t| Ok(t.freeze(through).map(drop)))?;
+        self.logged_bytes.store(0, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The last checkpoint of `close`: every memtable written out, the state committed.
+    fn final_checkpoint(&self) -> Result<()> {
+        if !self.persistent {
+            return Ok(());
+        }
+        self.control.check()?;
+        loop {
+            let frozen = self.read(|t| Ok(t.top.frozen.clone()))?;
+            if frozen.is_none() {
+                self.force_freeze()?;
+            }
+            let Some(frozen) = self.read(|t| Ok(t.top.frozen.clone()))? else { break };
+            let id = self.write(Tree::alloc_file_id)?;
+            let run = write_run(&self.store, &self.params, id, &frozen)?;
+            self.write(|t| {
+                t.install_run(run);
+                Ok(())
+            })?;
+        }
+        self.commit_after(&mut || Ok(()))
+    }
+}
+
+impl OrderedIndex for FdTree {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.inner.get(key)
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.inner.put(key, value)
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.inner.delete(key)
+    }
+
+    fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<CasOutcome> {
+        self.inner.compare_and_swap(key, expected, new)
+    }
+
+    fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
+        self.inner.scan(range, limit)
+    }
+
+    fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        self.inner.write_batch(batch)
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.inner.read(|_| Ok(()))?;
+        self.inner.control.check()?;
+        match &self.inner.log {
+            Some(log) => log.sync(),
+            None => Ok(()),
+        }
+    }
+
+    fn stats(&self) -> Stats {
+        let mut stats = Stats::new("fdtree");
+        stats.user_bytes_written = self.inner.user_bytes_written.load(Ordering::Relaxed);
+        stats.io = self.inner.storage.io_stats();
+        if let Some(t) = self.inner.tree.read().as_ref() {
+            let c = t.counters();
+            let m = t.merge_counts();
+            stats.keys = Some(c.live_keys());
+            stats.memory_bytes = t.memory_bytes();
+            stats.extra = vec![
+                ("mode_xm0_ds1_fc2", self.inner.mode as u64),
+                ("height", t.height() as u64),
+                ("materialized_levels", t.materialized_labels().len() as u64),
+                ("l0_runs", t.run_count() as u64),
+                ("n_insert_entries", c.inserts),
+                ("n_delete_entries", c.deletes),
+                ("merges_overflow", m.overflow),
+                ("merges_underflow", m.underflow),
+                ("merges_full", m.full),
+                ("merges_grew", m.grew),
+                ("merges_shrank", m.shrank),
+                ("levels_skipped", m.levels_skipped),
+                ("levels_tightened", m.levels_tightened),
+                ("runs_written", m.runs_written),
+            ];
+            if let Some(cache) = t.cache_stats() {
+                stats.extra.push(("cache_hits", cache.hits));
+                stats.extra.push(("cache_misses", cache.misses));
+            }
+        }
+        stats
+    }
+
+    fn close(&self) -> Result<()> {
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.stop_threads();
+        let _x = (self.inner.mode == FcMode::Xm).then(|| self.inner.xm.write());
+        let result = self.inner.final_checkpoint();
+        let log_result = self.inner.log.as_ref().map_or(Ok(()), |log| log.close());
+        *self.inner.tree.write() = None;
+        result.and(log_result)
+    }
+}

@@ -1,0 +1,245 @@
+//! Modifications (section 2.2).
+//!
+//! Puts are blind (Remark A.1, issue 22): an insert entry goes to the active memtable with
+//! no lookup. A delete must say whether the key existed and a compare-and-swap must compare,
+//! so they look the key up first, holding only the key's stripe (no lock that other keys'
+//! writers or any reader wait for); the delete entry records the size of the value it
+//! cancels (`format/entry.rs`).
+//!
+//! Every modification: waits only if both memtables are full (a run is being written), is
+//! appended to the log under the shared write gate (outside the tree lock), applied to the
+//! memtable, and, under `Durability::Sync`, waits for the log's sync after releasing
+//! everything, so concurrent writers share syncs. A modification refused (bad argument,
+//! disk budget, a full disk, a failure) changes nothing.
+
+use lamina_core::{BatchOp, CasOutcome, Error, Result, WriteBatch};
+use lamina_storage::log::LogOp;
+use parking_lot::MutexGuard;
+
+use super::control::clone_error;
+use super::inner::{Inner, STRIPES};
+use crate::format::bloom::key_hash;
+use crate::format::entry::insert_bytes;
+use crate::memtable::{Memtable, Slot};
+use crate::options::FcMode;
+use crate::tree::{check_key, check_put};
+
+/// Whether a modification adds data (refused past the disk budget) or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Growth {
+    Adds,
+    Removes,
+}
+
+impl Inner {
+    /// Put (insert or overwrite).
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        check_put(&self.params, key, value)?;
+        let hash = key_hash(key);
+        let _xm = self.xm_write();
+        let _stripe = self.stripe(hash).lock();
+        self.admit(Growth::Adds, Some((key, value.len())))?;
+        let bytes = (key.len() + value.len()) as u64;
+        self.apply(LogOp::Put { key, value }, bytes, |mem, seq| {
+            mem.apply(key, Slot::Insert(value.into()), seq);
+        })?;
+        self.user_bytes_written.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+        self.sync_if_durable()
+    }
+
+    /// Delete; whether the key existed.
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        check_key(&self.params, key)?;
+        let hash = key_hash(key);
+        let _xm = self.xm_write();
+        let _stripe = self.stripe(hash).lock();
+        self.control.check()?;
+        let Some(current) = self.lookup(key, hash)? else {
+            return Ok(false); // nothing changes; nothing is logged
+        };
+        self.admit(Growth::Removes, None)?;
+        let cancelled_len = u32::try_from(insert_bytes(key.len(), current.len())).unwrap_or(0);
+        self.apply(LogOp::Delete { key }, key.len() as u64, |mem, seq| {
+            mem.apply(key, Slot::Delete { cancelled_len }, seq);
+        })?;
+        self.sync_if_durable()?;
+        Ok(true)
+    }
+
+    /// Compare-and-swap.
+    pub fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<CasOutcome> {
+        match new {
+            Some(v) => check_put(&self.params, key, v)?,
+            None => check_key(&self.params, key)?,
+        }
+        if let Some(e) = expected {
+            lamina_core::limits::check_value(e)?;
+        }
+        let hash = key_hash(key);
+        let _xm = self.xm_write();
+        let _stripe = self.stripe(hash).lock();
+        self.control.check()?;
+        let current = self.lookup(key, hash)?;
+        if current.as_deref() != expected {
+            return Ok(CasOutcome::Mismatch { current });
+        }
+        match new {
+            Some(value) => {
+                self.admit(Growth::Adds, Some((key, value.len())))?;
+                let bytes = (key.len() + value.len()) as u64;
+                self.apply(LogOp::Put { key, value }, bytes, |mem, seq| {
+                    mem.apply(key, Slot::Insert(value.into()), seq);
+                })?;
+                self.user_bytes_written.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+            }
+            None => {
+                let Some(cur) = current else {
+                    return Ok(CasOutcome::Swapped); // deleting an absent key: nothing to do
+                };
+                self.admit(Growth::Removes, None)?;
+                let cancelled_len = u32::try_from(insert_bytes(key.len(), cur.len())).unwrap_or(0);
+                self.apply(LogOp::Delete { key }, key.len() as u64, |mem, seq| {
+                    mem.apply(key, Slot::Delete { cancelled_len }, seq);
+                })?;
+            }
+        }
+        self.sync_if_durable()?;
+        Ok(CasOutcome::Swapped)
+    }
+
+    /// An atomic batch: one log record, applied to the memtable under one write lock of
+    /// it (readers see all of it or none), with the stripes of all its keys held.
+    pub fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        batch.validate()?;
+        let mut stripes = Vec::with_capacity(batch.ops().len());
+        let mut adds = false;
+        for op in batch.ops() {
+            match op {
+                BatchOp::Put { key, value } => {
+                    check_put(&self.params, key, value)?;
+                    adds = true;
+                }
+                BatchOp::Delete { key } => check_key(&self.params, key)?,
+            }
+            let key = match op {
+                BatchOp::Put { key, .. } | BatchOp::Delete { key } => key,
+            };
+            stripes.push((key_hash(key) as usize) & (STRIPES - 1));
+        }
+        stripes.sort_unstable();
+        stripes.dedup();
+        let _xm = self.xm_write();
+        let _held: Vec<MutexGuard<'_, ()>> =
+            stripes.iter().map(|&s| self.stripes[s].lock()).collect();
+        self.admit(if adds { Growth::Adds } else { Growth::Removes }, None)?;
+        let bytes = batch.payload_bytes() as u64;
+        self.apply(LogOp::Batch(batch), bytes, |mem, seq| mem.apply_batch(batch.ops(), seq))?;
+        self.user_bytes_written.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+        self.sync_if_durable()
+    }
+
+    /// FD+XM: the tree's one lock, exclusively, for the whole modification.
+    fn xm_write(&self) -> Option<parking_lot::RwLockWriteGuard<'_, ()>> {
+        (self.mode == FcMode::Xm).then(|| self.xm.write())
+    }
+
+    /// Waits until `L_0` has room for a modification (or refuses it): no sticky failure,
+    /// the disk budget (for modifications that add data), and memtables not full. FD+XM
+    /// instead writes a full memtable out and runs the merges due right here, under its
+    /// exclusive lock (section 3), before the modification is applied.
+    fn admit(&self, growth: Growth, put: Option<(&[u8], usize)>) -> Result<()> {
+        loop {
+            self.control.check()?;
+            if growth == Growth::Adds {
+                self.check_disk_budget(put)?;
+            }
+            let epoch = self.control.room_epoch();
+            let (active, frozen) = self.read(|t| {
+                Ok((t.top.active.bytes(), t.top.frozen.as_ref().map_or(0, |f| f.bytes())))
+            })?;
+            let freeze_due = active >= self.params.memtable_freeze_bytes();
+            if self.mode == FcMode::Xm {
+                if freeze_due {
+                    self.flush_now()?;
+                }
+                self.merge_now()?;
+                return Ok(());
+            }
+            if freeze_due && frozen == 0 {
+                self.control.want_flush();
+            }
+            if active + frozen < self.params.memtable_bytes_max {
+                return Ok(());
+            }
+            if let Some(e) = self.control.no_space() {
+                return Err(e);
+            }
+            self.control.want_flush();
+            self.control.wait_room(epoch);
+        }
+    }
+
+    /// The disk budget: data may be added while the store uses less than it. Past it, a put
+    /// that overwrites a value at least as long goes through (it does not add live data).
+    fn check_disk_budget(&self, put: Option<(&[u8], usize)>) -> Result<()> {
+        let budget = self.params.disk_budget_bytes;
+        if budget == 0 {
+            return Ok(());
+        }
+        let used = self.storage.io_stats().live_bytes;
+        if used < budget {
+            return Ok(());
+        }
+        if let Some((key, len)) = put
+            && self.lookup(key, key_hash(key))?.is_some_and(|v| v.len() >= len)
+        {
+            return Ok(());
+        }
+        Err(Error::NoSpace {
+            context: format!(
+                "the disk budget (disk_budget_bytes = {budget}) is reached: the store uses \
+                 {used} bytes; deletes are still accepted, or reopen with a larger budget"
+            ),
+        })
+    }
+
+    /// Logs `op` and applies it to the active memtable, under the shared write gate.
+    fn apply(&self, op: LogOp<'_>, bytes: u64, apply: impl FnOnce(&Memtable, u64)) -> Result<()> {
+        let gate = self.write_gate.read();
+        let mem = self.read(|t| Ok(t.top.active.clone()))?;
+        let seq = match &self.log {
+            Some(log) => log.append(op)?,
+            None => 0,
+        };
+        apply(&mem, seq);
+        drop(gate);
+        let logged =
+            self.logged_bytes.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;
+        if self.mode != FcMode::Xm
+            && (mem.bytes() >= self.params.memtable_freeze_bytes()
+                || (self.log.is_some() && logged >= self.params.log_checkpoint_bytes))
+        {
+            self.control.want_flush();
+        }
+        Ok(())
+    }
+
+    fn sync_if_durable(&self) -> Result<()> {
+        if self.durability == lamina_core::Durability::Sync
+            && let Some(log) = &self.log
+        {
+            log.sync().map_err(|e| {
+                // A failed sync leaves the device in an unknown state: nothing more is
+                // accepted (the log refuses further appends too).
+                self.control.fail(&e);
+                clone_error(&e)
+            })?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,187 @@
+//! A materialized disk level `L_i` (i > 0), or a run of `L_0`: one file of blocks, its
+//! in-memory index, its exact counts and its block latches, and the lookup step through it
+//! (Algorithm 2 on one level).
+
+use std::sync::Arc;
+
+use lamina_core::Result;
+use lamina_storage::StorageFile;
+use parking_lot::{Mutex, RwLock, RwLockReadGuard};
+
+use super::latches::BlockLatches;
+use crate::format::entry::BlockPtr;
+use crate::format::index::LevelIndex;
+use crate::format::segment::DataHit;
+use crate::format::stats::LevelStats;
+use crate::options::Params;
+use crate::store::BlockStore;
+
+/// The index of a level: fixed once the level is finished, growing while an FD+FC merge
+/// writes it (lookups behind the wavefront read it meanwhile).
+#[derive(Debug, Clone)]
+pub enum IndexRef {
+    /// A finished level's.
+    Fixed(Arc<LevelIndex>),
+    /// A level being written.
+    Growing(Arc<RwLock<LevelIndex>>),
+}
+
+/// Read access to a level's index.
+#[derive(Debug)]
+pub enum IndexGuard<'a> {
+    /// A finished level's index.
+    Fixed(&'a LevelIndex),
+    /// A growing level's index, read-locked.
+    Growing(RwLockReadGuard<'a, LevelIndex>),
+}
+
+impl std::ops::Deref for IndexGuard<'_> {
+    type Target = LevelIndex;
+    fn deref(&self) -> &LevelIndex {
+        match self {
+            IndexGuard::Fixed(ix) => ix,
+            IndexGuard::Growing(g) => g,
+        }
+    }
+}
+
+impl IndexRef {
+    /// Reads the index.
+    pub fn read(&self) -> IndexGuard<'_> {
+        match self {
+            IndexRef::Fixed(ix) => IndexGuard::Fixed(ix),
+            IndexRef::Growing(ix) => IndexGuard::Growing(ix.read()),
+        }
+    }
+}
+
+/// The fences of the block a merge is filling in a new fence-only level (FD+FC, section
+/// 4.4.2: lookups behind the wavefront go through it). m-insert adds each fence under the
+/// mutex, the paper's exclusive latch of the block being written.
+#[derive(Debug, Default)]
+pub struct TailFences {
+    /// The block being filled (`None`: none yet).
+    pub block: Option<u32>,
+    /// Its fences, in key order.
+    pub fences: Vec<(Box<[u8]>, BlockPtr)>,
+}
+
+/// A materialized level below `L_0`, or a run of `L_0`.
+#[derive(Debug, Clone)]
+pub struct DiskLevel {
+    /// Level number `i` (levels between two materialized ones are skipped); 0 for a run.
+    pub label: usize,
+    /// Level file id.
+    pub file_id: u32,
+    /// Open handle of the level file.
+    pub file: Arc<dyn StorageFile>,
+    /// Blocks written (for a level being written: when this view was taken).
+    pub blocks: u32,
+    /// Counts of the finished level.
+    pub stats: LevelStats,
+    /// The index.
+    pub index: IndexRef,
+    /// Block latches and the reclaimed head.
+    pub latches: Arc<BlockLatches>,
+    /// For a fence-only level being written by an FD+FC merge: its tail's fences.
+    pub tail: Option<Arc<Mutex<TailFences>>>,
+    /// Whether the level may hold data entries (a fence-only level being written does not).
+    pub holds_data: bool,
+}
+
+/// What one level says about a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LevelHit {
+    /// The key's value.
+    Value(Vec<u8>),
+    /// The key is absent (a delete entry here).
+    Deleted,
+    /// Nothing here: continue with the fence (absent for a run or the bottom level).
+    Next(Option<BlockPtr>),
+    /// The block was reclaimed by an FD+FC merge while the lookup was on its way: restart.
+    Reclaimed,
+}
+
+impl DiskLevel {
+    /// `B(L_i)` in blocks.
+    pub fn size_blocks(&self, params: &Params) -> u64 {
+        params.blocks_of(self.stats.sized_bytes())
+    }
+
+    /// Pointer to block `index` of this level.
+    pub fn ptr(&self, index: u32) -> BlockPtr {
+        BlockPtr { file: self.file_id, index }
+    }
+
+    /// Algorithm 2 on this level: the data entry of `key` if the level has one (read only if
+    /// the Bloom filter allows it), else the fence with the largest key `<= key` in the
+    /// block (none in a run or the bottom level; the caller knows which levels must have
+    /// one). `block` is the block a fence led to (`None` for a run, which is searched whole).
+    pub fn lookup(
+        &self,
+        store: &BlockStore,
+        block: Option<u32>,
+        key: &[u8],
+        hash: u64,
+    ) -> Result<LevelHit> {
+        let (pos, fence) = {
+            let ix = self.index.read();
+            let maybe = self.holds_data && ix.bloom().may_contain_hash(hash);
+            match block {
+                None => (maybe.then(|| ix.segment_anywhere(key)).flatten(), None),
+                Some(b) if b < ix.blocks() => {
+                    let pos = if maybe { ix.segment_in_block(b, key) } else { None };
+                    (pos, ix.fence_in_block(b, key))
+                }
+                Some(b) => {
+                    drop(ix);
+                    return self.lookup_in_tail(store, b, key);
+                }
+            }
+        };
+        if let Some(pos) = pos {
+            let Some(_latch) = self.latches.read(pos.block) else {
+                return Ok(LevelHit::Reclaimed);
+            };
+            let (kmax, vmax) = store.limits();
+            let hit = store.with_segment(&*self.file, self.file_id, pos, |run| {
+                run.find(key, kmax, vmax)
+                    .map_err(|e| {
+                        store.corruption(&*self.file, pos.block, u64::from(pos.offset), e.reason)
+                    })
+                    .map(|h| match h {
+                        DataHit::Insert(v) => Some(LevelHit::Value(v.to_vec())),
+                        DataHit::Delete => Some(LevelHit::Deleted),
+                        DataHit::None => None,
+                    })
+            })?;
+            if let Some(hit) = hit {
+                return Ok(hit);
+            }
+        }
+        Ok(LevelHit::Next(fence))
+    }
+
+    /// The lookup step in the block a merge is still filling: only fence-only levels are
+    /// read there (the data level's tail holds only keys beyond the wavefront).
+    fn lookup_in_tail(&self, store: &BlockStore, block: u32, key: &[u8]) -> Result<LevelHit> {
+        let corrupt = |reason: &str| store.corruption(&*self.file, block, 0, reason.to_string());
+        let Some(tail) = &self.tail else {
+            return Err(corrupt("fence points past the written blocks of the level"));
+        };
+        let tail = tail.lock();
+        if tail.block != Some(block) {
+            return Err(corrupt("fence points past the block being written"));
+        }
+        let end = tail.fences.partition_point(|(k, _)| &**k <= key);
+        match end.checked_sub(1) {
+            Some(i) => Ok(LevelHit::Next(Some(tail.fences[i].1))),
+            None => Err(corrupt("block being written has no fence <= the key (I2)")),
+        }
+    }
+
+    /// Memory held by the index (and the tail).
+    pub fn memory_bytes(&self) -> u64 {
+        self.index.read().memory_bytes()
+    }
+}

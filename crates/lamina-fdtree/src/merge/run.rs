@@ -1,0 +1,354 @@
+//! Merge-execute (section 2.3): reads every merged level (the runs of `L_0`, then the
+//! materialized levels among `L_1..L_m`) in key order in parallel and writes the new levels
+//! `L_1_new..L_m_new` in one pass, with the fences for `L_0_new`.
+//!
+//! For each key (smallest first): a fence `f` from the deepest merged level (the only fences
+//! that point below the merge, to `L_succ(m)`) is carried into `L_m_new`; the data entries
+//! `S_m..S_0` are coalesced into `S` (`coalesce.rs`). `f` and `S` go into `L_m_new`
+//! (`builder.rs`).
+//!
+//! The pass is organized in FD+FC's stages (section 4.4.2): m-stage ([`MergeRun::load`])
+//! reads the next block of every old level that has no buffered entries left (each block is
+//! read once); m-insert ([`MergeRun::step`]) then processes key groups while every old level
+//! still has buffered entries, so a stage holds all entries of a key or none (a key's
+//! entries are never split between two blocks of a level). FD+XM and FD+DS run the stages
+//! back to back; FD+FC runs m-delete between them (`crate::fc`).
+//!
+//! Entries are never copied out of the blocks read, only into the blocks written
+//! (issue 22: merges over borrowed block payloads).
+
+use std::collections::VecDeque;
+
+use lamina_core::{Error, Result};
+
+use super::builder::Builder;
+use super::coalesce::coalesce;
+use crate::format::entry::{BlockPtr, EntryRef};
+use crate::level::cursor::{LevelCursor, READAHEAD_BLOCKS_DEFAULT};
+use crate::level::{DiskLevel, LevelWriter};
+use crate::store::BlockStore;
+
+/// Where a resumed merge-execute pass continues (FD+FC recovery, Remark A.6).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Resumed {
+    /// First block still needed of each old source, in source order.
+    pub old_heads: Vec<u32>,
+    /// Entries up to this key were processed (`None`: no key group was processed yet).
+    pub processed: Option<Vec<u8>>,
+    /// `p_last` of the pass.
+    pub p_last: Option<BlockPtr>,
+}
+
+/// What merge-execute produced; the tree is not changed yet.
+#[derive(Debug)]
+pub(crate) struct Executed {
+    /// Fences for `L_0_new` not yet taken.
+    pub top_fences: Vec<(Vec<u8>, BlockPtr)>,
+    /// The new levels written, labels increasing.
+    pub levels: Vec<DiskLevel>,
+    /// Entries dropped because newer ones shadowed them.
+    pub shadowed: u64,
+    /// Whether every level was merged (`L_m_new` is the new bottom).
+    pub full: bool,
+}
+
+/// A merge-execute pass in progress.
+#[derive(Debug)]
+pub(crate) struct MergeRun {
+    store: BlockStore,
+    /// The old sources, newest first: `L_0`'s runs (newest first), then `L_1..L_m`.
+    sources: Vec<LevelCursor>,
+    /// The deepest merged level is a source (its fences point below the merge).
+    deepest_is_level: bool,
+    /// `L_0`'s fences, when `L_0` is the deepest merged level (every level the merge
+    /// covers below it is skipped): they point below the merge and are carried.
+    top_fences: Vec<(Vec<u8>, BlockPtr)>,
+    top_fence_at: usize,
+    full: bool,
+    /// `L_succ(m)`: file id and blocks (fences carried from `L_m` point into it).
+    succ: Option<(u32, u32)>,
+    builder: Builder,
+    /// Per source: blocks read and not reclaimed yet, with their first keys (FD+FC's
+    /// m-delete, Remark A.5).
+    loaded: Vec<VecDeque<(u32, Vec<u8>)>>,
+    shadowed: u64,
+    /// The last key processed.
+    processed: Option<Vec<u8>>,
+    /// Entries up to this key were processed before a crash (a resumed FD+FC merge).
+    skip_through: Option<Vec<u8>>,
+    key: Vec<u8>,
+    data_at: Vec<bool>,
+}
+
+impl MergeRun {
+    /// A pass merging `runs` (`L_0`'s, newest first, with `top_fences`, `L_0`'s fences) and
+    /// the materialized `levels` with labels `<= m` into `writers` (the new levels, labels
+    /// increasing), continuing from `resumed` (default: from the start). `levels` may hold
+    /// levels below `m` too: the first of them is `L_succ(m)`.
+    pub(crate) fn new(
+        store: &BlockStore,
+        runs: &[DiskLevel],
+        top_fences: Vec<(Vec<u8>, BlockPtr)>,
+        levels: &[DiskLevel],
+        m: usize,
+        writers: Vec<LevelWriter>,
+        resumed: &Resumed,
+    ) -> Result<Self> {
+        let height = levels.last().map_or(1, |l| l.label + 1);
+        let full = m + 1 >= height;
+        let merged: Vec<&DiskLevel> = levels.iter().filter(|l| l.label <= m).collect();
+        let succ = levels.iter().find(|l| l.label > m).map(|l| (l.file_id, l.blocks));
+        let mut sources = Vec::with_capacity(runs.len() + merged.len());
+        for (i, l) in runs.iter().chain(merged.iter().copied()).enumerate() {
+            let start = resumed.old_heads.get(i).copied().unwrap_or(0);
+            sources.push(LevelCursor::new(l, store, start, READAHEAD_BLOCKS_DEFAULT));
+        }
+        let n = sources.len();
+        let deepest_is_level = !merged.is_empty();
+        let mut top_fences = if deepest_is_level || full { Vec::new() } else { top_fences };
+        if let Some(p) = &resumed.processed {
+            top_fences.retain(|(k, _)| k.as_slice() > p.as_slice());
+        }
+        let mut run = MergeRun {
+            store: store.clone(),
+            sources,
+            deepest_is_level,
+            top_fences,
+            top_fence_at: 0,
+            full,
+            succ,
+            builder: Builder {
+                writers,
+                top_fences: Vec::new(),
+                p_last: resumed.p_last,
+                bottom: full,
+            },
+            loaded: vec![VecDeque::new(); n],
+            shadowed: 0,
+            processed: resumed.processed.clone(),
+            skip_through: resumed.processed.clone(),
+            key: Vec::new(),
+            data_at: vec![false; n],
+        };
+        if full && !run.builder.writers.last().is_some_and(LevelWriter::started) {
+            // The first block of the new bottom level, so L_0_new gets its -infinity fence
+            // even if no entry survives.
+            let corrupt = run.corrupt_fn();
+            run.builder.append(b"", &[], &corrupt)?;
+        }
+        Ok(run)
+    }
+
+    fn corrupt_fn(&self) -> impl Fn(String) -> Error + use<> {
+        let path = self
+            .builder
+            .writers
+            .last()
+            .map(|w| self.store.path(w.file_id(), crate::store::FileKind::Level));
+        move |reason: String| match &path {
+            Some(p) => Error::corruption(p.clone(), 0, format!("merge: {reason}")),
+            None => Error::corruption("fdtree merge", 0, reason),
+        }
+    }
+
+    /// Whether the pass is a full merge.
+    pub(crate) fn full(&self) -> bool {
+        self.full
+    }
+
+    /// The last key processed.
+    pub(crate) fn processed(&self) -> Option<&[u8]> {
+        self.processed.as_deref()
+    }
+
+    /// The new levels.
+    pub(crate) fn writers(&self) -> &[LevelWriter] {
+        &self.builder.writers
+    }
+
+    /// The new levels, mutably (progress commits sync them).
+    pub(crate) fn writers_mut(&mut self) -> &mut [LevelWriter] {
+        &mut self.builder.writers
+    }
+
+    /// Entries dropped so far because newer ones shadowed them.
+    pub(crate) fn shadowed(&self) -> u64 {
+        self.shadowed
+    }
+
+    /// `p_last`.
+    pub(crate) fn p_last(&self) -> Option<BlockPtr> {
+        self.builder.p_last
+    }
+
+    /// M-stage: every old level without buffered entries reads its next block (if any).
+    pub(crate) fn load(&mut self) -> Result<()> {
+        for (i, c) in self.sources.iter_mut().enumerate() {
+            if c.has_buffered() || c.read_all_blocks() {
+                continue;
+            }
+            let indexes = c.load_block()?;
+            let first = c.peek().map(|e| e.key().to_vec()).unwrap_or_default();
+            for index in indexes {
+                self.loaded[i].push_back((index, first.clone()));
+            }
+            if let Some(w) = &self.skip_through {
+                // Only the first block read after a resume can hold processed entries.
+                while c.peek().is_some_and(|e| e.key() <= w.as_slice()) {
+                    c.advance()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether some old level ran out of buffered entries and has blocks left: the stage
+    /// ends here (the next key may be in that level's next block).
+    pub(crate) fn at_stage_end(&self) -> bool {
+        self.sources.iter().any(|c| !c.has_buffered() && !c.read_all_blocks())
+    }
+
+    /// M-insert of one key group: the smallest buffered key's entries from every old level,
+    /// coalesced and appended to the new levels. Returns false if every old level is
+    /// exhausted. Call only when [`MergeRun::at_stage_end`] is false.
+    pub(crate) fn step(&mut self) -> Result<bool> {
+        debug_assert!(!self.at_stage_end(), "a group is processed only within a stage");
+        let top_fence = self.top_fences.get(self.top_fence_at).map(|(k, _)| k.as_slice());
+        let Some(min) = self
+            .sources
+            .iter()
+            .filter_map(LevelCursor::peek)
+            .map(|e| e.key())
+            .chain(top_fence)
+            .min()
+        else {
+            return Ok(false);
+        };
+        self.key.clear();
+        self.key.extend_from_slice(min);
+        self.skip_through = None;
+        let key = std::mem::take(&mut self.key);
+        let deepest = self.sources.len() - 1;
+        // Fences first (a key's fence precedes its data entry): only the deepest merged
+        // level's point below the merge; those of upper merged levels point into it.
+        let mut carried = None;
+        if let Some((k, ptr)) = self.top_fences.get(self.top_fence_at)
+            && *k == key
+        {
+            carried = Some(*ptr);
+            self.top_fence_at += 1;
+        }
+        for (i, c) in self.sources.iter_mut().enumerate() {
+            if let Some(EntryRef::Fence { key: k, ptr }) = c.peek()
+                && k == key.as_slice()
+            {
+                if i == deepest && self.deepest_is_level && !self.full {
+                    carried = Some(ptr);
+                }
+                c.advance()?;
+            }
+        }
+        for (i, c) in self.sources.iter().enumerate() {
+            self.data_at[i] = c.peek().is_some_and(|e| e.is_data() && e.key() == key.as_slice());
+        }
+        let corrupt = self.corrupt_fn();
+        let net = coalesce(
+            self.sources
+                .iter()
+                .zip(&self.data_at)
+                .filter(|(_, d)| **d)
+                .map(|(c, _)| c.peek().expect("has a data entry")),
+            self.full,
+        );
+        self.shadowed += net.shadowed;
+        let mut records: [Option<EntryRef<'_>>; 2] = [None, None];
+        if let Some(ptr) = carried {
+            let (succ_file, succ_blocks) =
+                self.succ.ok_or_else(|| corrupt("fence below a full merge".into()))?;
+            if ptr.file != succ_file
+                || ptr.index >= succ_blocks
+                || self.builder.p_last.is_some_and(|p| p.index > ptr.index)
+            {
+                return Err(corrupt(format!("bad fence {ptr:?} carried from L_m (key {key:?})")));
+            }
+            // A fence to the block p_last already points to is redundant (lookups reach
+            // that block through the earlier fence): dropped, which keeps fences from
+            // accumulating in L_m over successive merges.
+            if self.builder.p_last != Some(ptr) {
+                self.builder.p_last = Some(ptr);
+                records[0] = Some(EntryRef::Fence { key: &key, ptr });
+            }
+        }
+        records[1] = net.entry;
+        let records: Vec<EntryRef<'_>> = records.into_iter().flatten().collect();
+        if !records.is_empty() {
+            self.builder.append(&key, &records, &corrupt)?;
+        }
+        drop(records);
+        for (c, &d) in self.sources.iter_mut().zip(&self.data_at) {
+            if d {
+                c.advance()?;
+            }
+        }
+        match &mut self.processed {
+            Some(p) => {
+                p.clear();
+                p.extend_from_slice(&key);
+            }
+            None => self.processed = Some(key.clone()),
+        }
+        self.key = key;
+        Ok(true)
+    }
+
+    /// Runs a whole stage: m-stage, then m-insert until the stage ends. Returns whether
+    /// every old level is exhausted.
+    pub(crate) fn run_stage(&mut self) -> Result<bool> {
+        self.load()?;
+        while !self.at_stage_end() {
+            if !self.step()? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The fences for `L_0_new` produced since the last call.
+    pub(crate) fn take_top_fences(&mut self) -> Vec<(Vec<u8>, BlockPtr)> {
+        std::mem::take(&mut self.builder.top_fences)
+    }
+
+    /// For each old source, the blocks read and not yet reclaimed, with their first keys
+    /// (m-delete pops the ones it reclaims).
+    pub(crate) fn loaded_blocks(&mut self) -> &mut [VecDeque<(u32, Vec<u8>)>] {
+        &mut self.loaded
+    }
+
+    /// For each old source, the first block still needed (its blocks before it are
+    /// reclaimed or reclaimable).
+    pub(crate) fn old_heads(&self) -> Vec<u32> {
+        self.loaded
+            .iter()
+            .zip(&self.sources)
+            .map(|(l, c)| l.front().map_or_else(|| c.next_block(), |(b, _)| *b))
+            .collect()
+    }
+
+    /// Writes the last blocks, syncs the new levels and returns what the merge produced.
+    pub(crate) fn finish(self) -> Result<Executed> {
+        let corrupt = self.corrupt_fn();
+        if !self.full && !self.builder.writers.last().is_some_and(LevelWriter::started) {
+            return Err(corrupt("merged levels lack the -infinity fence (I2)".into()));
+        }
+        let mut levels = Vec::with_capacity(self.builder.writers.len());
+        for w in self.builder.writers {
+            levels.push(w.finish()?);
+        }
+        Ok(Executed {
+            top_fences: self.builder.top_fences,
+            levels,
+            shadowed: self.shadowed,
+            full: self.full,
+        })
+    }
+}
