@@ -23,7 +23,6 @@ use std::sync::Arc;
 
 use lamina_core::Result;
 
-use crate::format::entry::EntryRef;
 use crate::level::{DiskLevel, LevelWriter, Visibility};
 use crate::memtable::Memtable;
 use crate::options::Params;
@@ -43,8 +42,7 @@ pub(crate) fn write_run(
     let keys = mem.stats().data_entries();
     let mut w = LevelWriter::new(store, params, 0, file_id, file, keys, Visibility::Private);
     let written = (|| {
-        for (key, slot) in inner.iter() {
-            let e: EntryRef<'_> = slot.entry(key);
+        for e in inner.iter() {
             if !w.fits([e.encoded_len()]) {
                 w.start_block(None)?;
             }

@@ -132,8 +132,8 @@ impl Slot {
     /// The value a memtable slot gives a lookup.
     pub(crate) fn value(self) -> Option<Vec<u8>> {
         match self {
-            Slot::Insert(v) => Some(v.into_vec()),
-            Slot::Delete { .. } => None,
+            Slot::Insert(v) => Some(v),
+            Slot::Delete => None,
         }
     }
 }

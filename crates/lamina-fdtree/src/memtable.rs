@@ -1,61 +1,113 @@
 //! The in-memory part of `L_0` (paper section 2.1: "a standard data structure that supports
-//! lookup, in-place insert and delete, and ordered scan"): an ordered map from key to the
-//! key's newest data entry, with the counts of the entries it holds, its memory, the highest
-//! log sequence number applied to it, and a Bloom filter so that lookups of keys it does not
-//! hold skip the map.
+//! lookup, in-place insert and delete, and ordered scan"): an ordered set of each key's
+//! newest data entry, with the counts of the entries it holds, its memory, the highest log
+//! sequence number applied to it, and a Bloom filter so that lookups of keys it does not
+//! hold skip the set.
 //!
-//! Writers change it under its write lock (short: no I/O, no lookup of lower levels); readers
-//! take the read lock. When full it is frozen (no writer touches it again: the engine's
-//! write gate ensures it) and written to disk as an `L_0` run (`flush.rs`).
+//! Each entry is one allocation: `key length (u16 LE) | kind (u8) | key | payload`, the
+//! payload being the value of an insert entry or the `cancelled_len` (u32 LE) of a delete
+//! entry. Writers change the set under its write lock (short: no I/O, no lookup of lower
+//! levels); readers take the read lock. When full the memtable is frozen (no writer touches
+//! it again: the engine's write gate ensures it) and written out as an `L_0` run
+//! (`flush.rs`).
 
-use std::collections::BTreeMap;
+use std::borrow::Borrow;
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{RwLock, RwLockReadGuard};
 
 use crate::format::bloom::{Bloom, key_hash};
-use crate::format::entry::{EntryRef, delete_bytes, insert_bytes};
+use crate::format::entry::{EntryRef, KIND_DELETE, KIND_INSERT};
 use crate::format::stats::LevelStats;
 
-/// Memory an entry costs beyond its key and value: the map's share of a node (keys and
-/// slots of 11 per leaf, internal nodes), the two boxes and their allocator headers.
-pub const ENTRY_OVERHEAD_BYTES: u64 = 96;
+/// Memory an entry costs beyond its key and value: its share of the set's nodes (a
+/// 16-byte handle, 11 per leaf, plus internal nodes), its header, and the allocator's.
+pub const ENTRY_OVERHEAD_BYTES: u64 = 48;
+const HEADER: usize = 3;
 
-/// The newest data entry of a key in the memtable.
+/// One entry, in one allocation (module documentation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stored(Box<[u8]>);
+
+impl Stored {
+    fn new(e: &EntryRef<'_>) -> Stored {
+        let key = e.key();
+        let key_len = u16::try_from(key.len()).expect("keys are at most 1024 bytes");
+        let payload = match e {
+            EntryRef::Insert { value, .. } => value.len(),
+            _ => 4,
+        };
+        let mut out = Vec::with_capacity(HEADER + key.len() + payload);
+        out.extend_from_slice(&key_len.to_le_bytes());
+        match *e {
+            EntryRef::Insert { value, .. } => {
+                out.push(KIND_INSERT);
+                out.extend_from_slice(key);
+                out.extend_from_slice(value);
+            }
+            EntryRef::Delete { cancelled_len, .. } => {
+                out.push(KIND_DELETE);
+                out.extend_from_slice(key);
+                out.extend_from_slice(&cancelled_len.to_le_bytes());
+            }
+            EntryRef::Fence { .. } => unreachable!("a memtable holds data entries only"),
+        }
+        Stored(out.into_boxed_slice())
+    }
+
+    fn key(&self) -> &[u8] {
+        let len = usize::from(u16::from_le_bytes([self.0[0], self.0[1]]));
+        &self.0[HEADER..HEADER + len]
+    }
+
+    fn entry(&self) -> EntryRef<'_> {
+        let key = self.key();
+        let rest = &self.0[HEADER + key.len()..];
+        if self.0[2] == KIND_INSERT {
+            EntryRef::Insert { key, value: rest }
+        } else {
+            let cancelled_len = u32::from_le_bytes(rest.try_into().expect("4 bytes"));
+            EntryRef::Delete { key, cancelled_len }
+        }
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        self.0.len() as u64 + ENTRY_OVERHEAD_BYTES
+    }
+}
+
+impl Borrow<[u8]> for Stored {
+    fn borrow(&self) -> &[u8] {
+        self.key()
+    }
+}
+
+impl Ord for Stored {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(other.key())
+    }
+}
+
+impl PartialOrd for Stored {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// What a memtable says about a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Slot {
-    /// Insert entry with this value.
-    Insert(Box<[u8]>),
-    /// Delete entry (see `EntryRef::Delete` for `cancelled_len`).
-    Delete {
-        /// Encoded size of the insert the delete was issued to cancel (0: unknown).
-        cancelled_len: u32,
-    },
+    /// Its newest entry is an insert entry with this value.
+    Insert(Vec<u8>),
+    /// Its newest entry is a delete entry.
+    Delete,
 }
 
-impl Slot {
-    /// The entry this slot is for `key`.
-    pub fn entry<'a>(&'a self, key: &'a [u8]) -> EntryRef<'a> {
-        match self {
-            Slot::Insert(value) => EntryRef::Insert { key, value },
-            Slot::Delete { cancelled_len } => {
-                EntryRef::Delete { key, cancelled_len: *cancelled_len }
-            }
-        }
-    }
-
-    fn value_len(&self) -> usize {
-        match self {
-            Slot::Insert(v) => v.len(),
-            Slot::Delete { .. } => 0,
-        }
-    }
-}
-
-/// What the map holds, with its counts.
+/// The set and its counts.
 #[derive(Debug, Default)]
 pub struct Inner {
-    map: BTreeMap<Box<[u8]>, Slot>,
+    set: BTreeSet<Stored>,
     stats: LevelStats,
 }
 
@@ -64,13 +116,13 @@ impl Inner {
     pub fn range_from<'a>(
         &'a self,
         start: std::ops::Bound<&'a [u8]>,
-    ) -> impl Iterator<Item = (&'a [u8], &'a Slot)> + 'a {
-        self.map.range::<[u8], _>((start, std::ops::Bound::Unbounded)).map(|(k, s)| (&**k, s))
+    ) -> impl Iterator<Item = EntryRef<'a>> + 'a {
+        self.set.range::<[u8], _>((start, std::ops::Bound::Unbounded)).map(Stored::entry)
     }
 
     /// All entries in key order.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Slot)> {
-        self.map.iter().map(|(k, s)| (&**k, s))
+    pub fn iter(&self) -> impl Iterator<Item = EntryRef<'_>> {
+        self.set.iter().map(Stored::entry)
     }
 }
 
@@ -86,7 +138,7 @@ pub struct Memtable {
 impl Memtable {
     /// An empty memtable whose filter is sized for a memtable of `bytes_max` bytes.
     pub fn new(bytes_max: u64, bloom_bits_per_key: u32) -> Self {
-        let keys = bytes_max / (ENTRY_OVERHEAD_BYTES + 8);
+        let keys = bytes_max / (ENTRY_OVERHEAD_BYTES + 16);
         Memtable {
             inner: RwLock::new(Inner::default()),
             bytes: AtomicU64::new(0),
@@ -117,54 +169,57 @@ impl Memtable {
 
     /// Whether it holds no entry.
     pub fn is_empty(&self) -> bool {
-        self.inner.read().map.is_empty()
+        self.inner.read().set.is_empty()
     }
 
-    /// Sets `key`'s newest entry (replacing the one it had here), as log record `seq`.
-    pub fn apply(&self, key: &[u8], slot: Slot, seq: u64) {
+    /// Makes `entry` (an insert or a delete entry) its key's newest, replacing the one it had
+    /// here, as log record `seq`.
+    pub fn apply(&self, entry: EntryRef<'_>, seq: u64) {
+        let stored = Stored::new(&entry);
         let mut inner = self.inner.write();
-        self.apply_locked(&mut inner, key, slot);
+        self.apply_locked(&mut inner, stored);
         drop(inner);
         self.seq_max.fetch_max(seq, Ordering::AcqRel);
     }
 
-    fn apply_locked(&self, inner: &mut Inner, key: &[u8], slot: Slot) {
-        let hash = key_hash(key);
-        let add = entry_bytes(key, &slot);
-        inner.stats.add(&slot.entry(key), false);
-        match inner.map.get_mut(key) {
+    /// Applies every operation of a batch in order as log record `seq`, under one write
+    /// lock: readers see all of it or none.
+    pub fn apply_batch(&self, ops: &[lamina_core::BatchOp], seq: u64) {
+        let stored: Vec<Stored> = ops
+            .iter()
+            .map(|op| match op {
+                lamina_core::BatchOp::Put { key, value } => {
+                    Stored::new(&EntryRef::Insert { key, value })
+                }
+                // A blind delete: the batch did not look the key up.
+                lamina_core::BatchOp::Delete { key } => {
+                    Stored::new(&EntryRef::Delete { key, cancelled_len: 0 })
+                }
+            })
+            .collect();
+        let mut inner = self.inner.write();
+        for s in stored {
+            self.apply_locked(&mut inner, s);
+        }
+        drop(inner);
+        self.seq_max.fetch_max(seq, Ordering::AcqRel);
+    }
+
+    fn apply_locked(&self, inner: &mut Inner, stored: Stored) {
+        inner.stats.add(&stored.entry(), false);
+        let add = stored.memory_bytes();
+        let hash = key_hash(stored.key());
+        match inner.set.replace(stored) {
             Some(old) => {
-                let old = std::mem::replace(old, slot);
-                remove_counts(&mut inner.stats, key, &old);
+                remove_counts(&mut inner.stats, &old.entry());
                 self.bytes.fetch_add(add, Ordering::AcqRel);
-                self.bytes.fetch_sub(entry_bytes(key, &old), Ordering::AcqRel);
+                self.bytes.fetch_sub(old.memory_bytes(), Ordering::AcqRel);
             }
             None => {
-                inner.map.insert(key.into(), slot);
                 self.bloom.insert_hash(hash);
                 self.bytes.fetch_add(add, Ordering::AcqRel);
             }
         }
-    }
-
-    /// Applies every operation of `batch` in order as log record `seq`, under one write
-    /// lock: readers see all of it or none.
-    pub fn apply_batch(&self, ops: &[lamina_core::BatchOp], seq: u64) {
-        let mut inner = self.inner.write();
-        for op in ops {
-            let (key, slot) = match op {
-                lamina_core::BatchOp::Put { key, value } => {
-                    (key.as_slice(), Slot::Insert(value.as_slice().into()))
-                }
-                // A blind delete: the batch did not look the key up.
-                lamina_core::BatchOp::Delete { key } => {
-                    (key.as_slice(), Slot::Delete { cancelled_len: 0 })
-                }
-            };
-            self.apply_locked(&mut inner, key, slot);
-        }
-        drop(inner);
-        self.seq_max.fetch_max(seq, Ordering::AcqRel);
     }
 
     /// The newest entry of `key` here, if any (the filter is checked first).
@@ -172,7 +227,11 @@ impl Memtable {
         if !self.bloom.may_contain_hash(hash) {
             return None;
         }
-        self.inner.read().map.get(key).cloned()
+        let inner = self.inner.read();
+        inner.set.get(key).map(|s| match s.entry() {
+            EntryRef::Insert { value, .. } => Slot::Insert(value.to_vec()),
+            _ => Slot::Delete,
+        })
     }
 
     /// Read access to the entries (scans, and the flush of a frozen memtable).
@@ -181,48 +240,54 @@ impl Memtable {
     }
 }
 
-/// Memory of one entry.
-fn entry_bytes(key: &[u8], slot: &Slot) -> u64 {
-    (key.len() + slot.value_len()) as u64 + ENTRY_OVERHEAD_BYTES
-}
-
-fn remove_counts(stats: &mut LevelStats, key: &[u8], old: &Slot) {
-    match old {
-        Slot::Insert(v) => {
+fn remove_counts(stats: &mut LevelStats, old: &EntryRef<'_>) {
+    let n = old.encoded_len() as u64;
+    match *old {
+        EntryRef::Insert { .. } => {
             stats.inserts -= 1;
-            stats.insert_bytes -= insert_bytes(key.len(), v.len()) as u64;
+            stats.insert_bytes -= n;
         }
-        Slot::Delete { cancelled_len } => {
+        EntryRef::Delete { cancelled_len, .. } => {
             stats.deletes -= 1;
-            stats.delete_bytes -= delete_bytes(key.len(), *cancelled_len) as u64;
-            stats.cancelled_bytes -= u64::from(*cancelled_len);
+            stats.delete_bytes -= n;
+            stats.cancelled_bytes -= u64::from(cancelled_len);
         }
+        EntryRef::Fence { .. } => unreachable!("a memtable holds data entries only"),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::entry::insert_bytes;
+
+    fn put(m: &Memtable, k: &[u8], v: &[u8], seq: u64) {
+        m.apply(EntryRef::Insert { key: k, value: v }, seq);
+    }
 
     #[test]
     fn counts_follow_replacements() {
         let m = Memtable::new(1 << 20, 10);
-        m.apply(b"a", Slot::Insert(b"12".to_vec().into()), 1);
-        m.apply(b"b", Slot::Delete { cancelled_len: 7 }, 2);
-        m.apply(b"a", Slot::Insert(b"3".to_vec().into()), 3);
+        put(&m, b"a", b"12", 1);
+        m.apply(EntryRef::Delete { key: b"b", cancelled_len: 7 }, 2);
+        put(&m, b"a", b"3", 3);
         let s = m.stats();
         assert_eq!((s.inserts, s.deletes, s.cancelled_bytes), (1, 1, 7));
         assert_eq!(s.insert_bytes, insert_bytes(1, 1) as u64);
-        m.apply(b"b", Slot::Insert(b"x".to_vec().into()), 4);
+        put(&m, b"b", b"x", 4);
         let s = m.stats();
         assert_eq!((s.inserts, s.deletes, s.cancelled_bytes), (2, 0, 0));
         assert_eq!(m.seq_max(), 4);
-        let h = key_hash(b"a");
-        assert_eq!(m.get(b"a", h), Some(Slot::Insert(b"3".to_vec().into())));
+        assert_eq!(m.get(b"a", key_hash(b"a")), Some(Slot::Insert(b"3".to_vec())));
         assert_eq!(m.get(b"zz", key_hash(b"zz")), None);
-        assert_eq!(m.bytes(), 2 * (2 + ENTRY_OVERHEAD_BYTES));
+        assert_eq!(m.bytes(), 2 * (3 + 2 + ENTRY_OVERHEAD_BYTES));
+        m.apply(EntryRef::Delete { key: b"a", cancelled_len: 0 }, 5);
+        assert_eq!(m.get(b"a", key_hash(b"a")), Some(Slot::Delete));
         let inner = m.read();
-        let keys: Vec<&[u8]> = inner.iter().map(|(k, _)| k).collect();
+        let keys: Vec<&[u8]> = inner.iter().map(|e| e.key()).collect();
         assert_eq!(keys, vec![&b"a"[..], b"b"]);
+        let from_b: Vec<&[u8]> =
+            inner.range_from(std::ops::Bound::Included(&b"b"[..])).map(|e| e.key()).collect();
+        assert_eq!(from_b, vec![&b"b"[..]]);
     }
 }

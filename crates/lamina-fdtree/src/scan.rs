@@ -16,7 +16,7 @@ use lamina_core::{Entry as Pair, KeyRange, Result};
 use crate::format::entry::EntryRef;
 use crate::level::DiskLevel;
 use crate::level::cursor::LevelCursor;
-use crate::memtable::{Memtable, Slot};
+use crate::memtable::Memtable;
 use crate::store::BlockStore;
 use crate::tree::Tree;
 
@@ -137,7 +137,7 @@ impl Source {
 
     fn peek_key(&self) -> Option<&[u8]> {
         match self {
-            Source::Mem(m) => m.buf.get(m.pos).map(|(k, _)| &**k),
+            Source::Mem(m) => m.buf.get(m.pos).map(crate::format::entry::Entry::key),
             Source::Disk(c) => c.peek().map(|e| e.key()),
         }
     }
@@ -145,9 +145,9 @@ impl Source {
     /// The current entry's value (`None`: a delete entry).
     fn value(&self) -> Option<Vec<u8>> {
         match self {
-            Source::Mem(m) => match &m.buf[m.pos].1 {
-                Slot::Insert(v) => Some(v.to_vec()),
-                Slot::Delete { .. } => None,
+            Source::Mem(m) => match m.buf[m.pos].as_ref() {
+                EntryRef::Insert { value, .. } => Some(value.to_vec()),
+                _ => None,
             },
             Source::Disk(c) => match c.peek() {
                 Some(EntryRef::Insert { value, .. }) => Some(value.to_vec()),
@@ -171,7 +171,7 @@ impl Source {
 struct MemCursor {
     mem: Arc<Memtable>,
     next: Bound<Vec<u8>>,
-    buf: Vec<(Box<[u8]>, Slot)>,
+    buf: Vec<crate::format::entry::Entry>,
     pos: usize,
     done: bool,
 }
@@ -193,11 +193,10 @@ impl MemCursor {
             Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
             Bound::Unbounded => Bound::Unbounded,
         };
-        self.buf
-            .extend(inner.range_from(start).take(MEM_BATCH).map(|(k, s)| (k.into(), s.clone())));
+        self.buf.extend(inner.range_from(start).take(MEM_BATCH).map(|e| e.to_owned_entry()));
         drop(inner);
         match self.buf.last() {
-            Some((k, _)) => self.next = Bound::Excluded(k.to_vec()),
+            Some(e) => self.next = Bound::Excluded(e.key().to_vec()),
             None => self.done = true,
         }
     }

@@ -180,8 +180,7 @@ impl Tree {
     /// by memory); it may exceed `kappa_0` only while a merge is due.
     fn check_sizes(&self) -> Result<()> {
         let p = &self.params;
-        let top = p.blocks_of(self.top.runs_sized_bytes() + self.top.fences.sized_bytes());
-        let mut sizes = vec![(0, top)];
+        let mut sizes = vec![(0, self.top_size_blocks())];
         sizes.extend(self.levels.iter().map(|l| (l.label, l.size_blocks(p))));
         for (i, &(label, b)) in sizes.iter().enumerate() {
             let due = label == 0 && self.merge_due().is_some();

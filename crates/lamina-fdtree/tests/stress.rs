@@ -137,7 +137,7 @@ fn long_merges_with_readers_and_writers_fc() {
 fn long_merges_with_readers_and_writers(mode: FcMode) {
     const KEYS: u64 = 12_000;
     const WRITERS: u64 = 2;
-    const ROUNDS: u32 = 3;
+    const ROUNDS: u32 = 8;
     let options = FdTreeOptions {
         mode,
         memory_budget_bytes: 8 << 10,

@@ -32,7 +32,7 @@ use control::Control;
 use inner::{Inner, STRIPES};
 
 use crate::flush::write_run;
-use crate::memtable::Slot;
+use crate::format::entry::EntryRef;
 use crate::options::{FcMode, FdTreeOptions};
 use crate::persist::LOG_FILE_PREFIX;
 use crate::store::BlockStore;
@@ -299,10 +299,10 @@ impl Inner {
             let mem = self.read(|t| Ok(t.top.active.clone()))?;
             match &record.op {
                 RecordOp::Put { key, value } => {
-                    mem.apply(key, Slot::Insert(value.as_slice().into()), record.seq);
+                    mem.apply(EntryRef::Insert { key, value }, record.seq);
                 }
                 RecordOp::Delete { key } => {
-                    mem.apply(key, Slot::Delete { cancelled_len: 0 }, record.seq);
+                    mem.apply(EntryRef::Delete { key, cancelled_len: 0 }, record.seq);
                 }
                 RecordOp::Batch(ops) => mem.apply_batch(ops, record.seq),
             }

@@ -19,8 +19,9 @@ use parking_lot::MutexGuard;
 use super::control::clone_error;
 use super::inner::{Inner, STRIPES};
 use crate::format::bloom::key_hash;
+use crate::format::entry::EntryRef;
 use crate::format::entry::insert_bytes;
-use crate::memtable::{Memtable, Slot};
+use crate::memtable::Memtable;
 use crate::options::FcMode;
 use crate::tree::{check_key, check_put};
 
@@ -41,7 +42,7 @@ impl Inner {
         self.admit(Growth::Adds, Some((key, value.len())))?;
         let bytes = (key.len() + value.len()) as u64;
         self.apply(LogOp::Put { key, value }, bytes, |mem, seq| {
-            mem.apply(key, Slot::Insert(value.into()), seq);
+            mem.apply(EntryRef::Insert { key, value }, seq);
         })?;
         self.user_bytes_written.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
         self.sync_if_durable()
@@ -60,7 +61,7 @@ impl Inner {
         self.admit(Growth::Removes, None)?;
         let cancelled_len = u32::try_from(insert_bytes(key.len(), current.len())).unwrap_or(0);
         self.apply(LogOp::Delete { key }, key.len() as u64, |mem, seq| {
-            mem.apply(key, Slot::Delete { cancelled_len }, seq);
+            mem.apply(EntryRef::Delete { key, cancelled_len }, seq);
         })?;
         self.sync_if_durable()?;
         Ok(true)
@@ -93,7 +94,7 @@ impl Inner {
                 self.admit(Growth::Adds, Some((key, value.len())))?;
                 let bytes = (key.len() + value.len()) as u64;
                 self.apply(LogOp::Put { key, value }, bytes, |mem, seq| {
-                    mem.apply(key, Slot::Insert(value.into()), seq);
+                    mem.apply(EntryRef::Insert { key, value }, seq);
                 })?;
                 self.user_bytes_written.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
             }
@@ -104,7 +105,7 @@ impl Inner {
                 self.admit(Growth::Removes, None)?;
                 let cancelled_len = u32::try_from(insert_bytes(key.len(), cur.len())).unwrap_or(0);
                 self.apply(LogOp::Delete { key }, key.len() as u64, |mem, seq| {
-                    mem.apply(key, Slot::Delete { cancelled_len }, seq);
+                    mem.apply(EntryRef::Delete { key, cancelled_len }, seq);
                 })?;
             }
         }

@@ -15,20 +15,26 @@ use lamina_core::{Error, Result};
 use lamina_storage::StorageFile;
 
 use super::disk::DiskLevel;
-use crate::format::entry::EntryRef;
+use crate::format::entry::{BlockPtr, EntryRef, KIND_DELETE, KIND_FENCE, KIND_INSERT};
 use crate::format::segment::{SEGMENT_HEADER_BYTES, SegmentAddr, parse_segment};
 use crate::store::BlockStore;
 
 /// Blocks a cursor reads with one call.
 pub const READAHEAD_BLOCKS_DEFAULT: u32 = 8;
 
-/// Where the current entry is in the buffer.
+/// The current entry, decoded once: its kind and where its parts are in the buffer (so
+/// that [`LevelCursor::peek`], called several times per entry by a merge, parses nothing).
 #[derive(Debug, Clone, Copy)]
 struct Cur {
     /// Offset of the entry in the buffer.
     start: usize,
     /// Offset just past it.
     end: usize,
+    kind: u8,
+    key: (usize, usize),
+    /// Fence: the pointer; delete: `cancelled_len` in `a`; insert: the value's range.
+    a: usize,
+    b: usize,
 }
 
 /// A reader of one level in key order.
@@ -116,9 +122,17 @@ impl LevelCursor {
     /// The current entry, borrowed from the buffer.
     pub fn peek(&self) -> Option<EntryRef<'_>> {
         let cur = self.cur?;
-        let (kmax, vmax) = self.store.limits();
-        let mut r = Reader::new(&self.buf[cur.start..cur.end]);
-        Some(EntryRef::decode_from(&mut r, kmax, vmax).expect("checked when the cursor moved"))
+        if cur.end == cur.start {
+            return None; // a segment opened, no entry read from it yet
+        }
+        let key = &self.buf[cur.key.0..cur.key.1];
+        Some(match cur.kind {
+            KIND_FENCE => {
+                EntryRef::Fence { key, ptr: BlockPtr { file: cur.a as u32, index: cur.b as u32 } }
+            }
+            KIND_DELETE => EntryRef::Delete { key, cancelled_len: cur.a as u32 },
+            _ => EntryRef::Insert { key, value: &self.buf[cur.a..cur.b] },
+        })
     }
 
     fn corrupt(&self, offset: usize, reason: impl Into<String>) -> Error {
@@ -174,7 +188,8 @@ impl LevelCursor {
         self.seg_end = at + usize::from(seg.header.len);
         self.last_seg = seg.header.is_last();
         self.next_seg += usize::from(seg.header.len);
-        self.cur = Some(Cur { start: at + SEGMENT_HEADER_BYTES, end: at + SEGMENT_HEADER_BYTES });
+        let first = at + SEGMENT_HEADER_BYTES;
+        self.cur = Some(Cur { start: first, end: first, kind: 0, key: (0, 0), a: 0, b: 0 });
         Ok(true)
     }
 
@@ -215,7 +230,15 @@ impl LevelCursor {
             self.prev_key.extend_from_slice(e.key());
             self.prev_data = e.is_data();
             self.has_prev = true;
-            self.cur = Some(Cur { start, end: start + r.position() });
+            let base = self.buf.as_ptr() as usize;
+            let at = |s: &[u8]| s.as_ptr() as usize - base;
+            let key = (at(e.key()), at(e.key()) + e.key().len());
+            let (kind, a, b) = match e {
+                EntryRef::Fence { ptr, .. } => (KIND_FENCE, ptr.file as usize, ptr.index as usize),
+                EntryRef::Delete { cancelled_len, .. } => (KIND_DELETE, cancelled_len as usize, 0),
+                EntryRef::Insert { value, .. } => (KIND_INSERT, at(value), at(value) + value.len()),
+            };
+            self.cur = Some(Cur { start, end: start + r.position(), kind, key, a, b });
             return Ok(true);
         }
     }

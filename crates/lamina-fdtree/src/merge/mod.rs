@@ -88,6 +88,12 @@ impl Tree {
         out
     }
 
+    /// `B(L_0)`: its runs' and fences' sized bytes, in blocks (its memtables are bounded by
+    /// memory and become runs before they are merged).
+    pub fn top_size_blocks(&self) -> u64 {
+        self.params.blocks_of(self.top.runs_sized_bytes() + self.top.fences.sized_bytes())
+    }
+
     /// Merge-prepare: the `m` of the merge (eqs. 1-2; a full merge for an underflow).
     pub(crate) fn choose_merge_m(&self, trigger: Trigger) -> usize {
         let h = self.height();
@@ -114,7 +120,7 @@ impl Tree {
         if crate::tree::Counters::of(&merged).underflows() {
             return Some(Trigger::Underflow);
         }
-        let over = self.params.blocks_of(self.top.runs_sized_bytes()) > self.params.kappa0_blocks;
+        let over = self.top_size_blocks() > self.params.kappa0_blocks;
         (over || self.top.runs.len() >= RUNS_MERGE).then_some(Trigger::Overflow)
     }
 

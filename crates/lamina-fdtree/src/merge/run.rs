@@ -139,14 +139,17 @@ impl MergeRun {
         Ok(run)
     }
 
+    /// How a structural problem found by the merge is reported: a corruption in the new
+    /// data level's file (the path is made only if it is needed).
     fn corrupt_fn(&self) -> impl Fn(String) -> Error + use<> {
-        let path = self
-            .builder
-            .writers
-            .last()
-            .map(|w| self.store.path(w.file_id(), crate::store::FileKind::Level));
-        move |reason: String| match &path {
-            Some(p) => Error::corruption(p.clone(), 0, format!("merge: {reason}")),
+        let store = self.store.clone();
+        let file = self.builder.writers.last().map(LevelWriter::file_id);
+        move |reason: String| match file {
+            Some(id) => Error::corruption(
+                store.path(id, crate::store::FileKind::Level),
+                0,
+                format!("merge: {reason}"),
+            ),
             None => Error::corruption("fdtree merge", 0, reason),
         }
     }
