@@ -224,7 +224,7 @@ impl Memtable {
 
     /// The newest entry of `key` here, if any (the filter is checked first).
     pub fn get(&self, key: &[u8], hash: u64) -> Option<Slot> {
-        if !self.bloom.may_contain_hash(hash) {
+        if self.bytes() == 0 || !self.bloom.may_contain_hash(hash) {
             return None;
         }
         let inner = self.inner.read();

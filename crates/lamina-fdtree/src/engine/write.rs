@@ -165,11 +165,13 @@ impl Inner {
             })?;
             let freeze_due = active >= self.params.memtable_freeze_bytes();
             if self.mode == FcMode::Xm {
-                if freeze_due {
-                    self.flush_now()?;
-                }
-                self.merge_now()?;
-                return Ok(());
+                // Errors as the background threads' (`Control::background_result`): a full
+                // disk is reported and retried by the next modification, anything else is
+                // sticky.
+                let maintained = if freeze_due { self.flush_now() } else { Ok(()) }
+                    .and_then(|()| self.merge_now());
+                self.control.background_result(&maintained);
+                return maintained;
             }
             if freeze_due && frozen == 0 {
                 self.control.want_flush();
@@ -235,9 +237,11 @@ impl Inner {
             && let Some(log) = &self.log
         {
             log.sync().map_err(|e| {
-                // A failed sync leaves the device in an unknown state: nothing more is
-                // accepted (the log refuses further appends too).
-                self.control.fail(&e);
+                // A failed sync (but for a full disk) leaves the device in an unknown
+                // state: nothing more is accepted.
+                if !matches!(e, Error::NoSpace { .. }) {
+                    self.control.fail(&e);
+                }
                 clone_error(&e)
             })?;
         }

@@ -29,7 +29,7 @@
 use lamina_core::checksum::masked_crc32c;
 use lamina_core::codec::{DecodeError, Reader};
 
-use super::entry::EntryRef;
+use super::entry::{EntryRef, KIND_DELETE, KIND_FENCE, KIND_INSERT};
 
 /// Bytes of a segment header.
 pub const SEGMENT_HEADER_BYTES: usize = 24;
@@ -173,27 +173,80 @@ impl<'a> EntryRun<'a> {
         }
     }
 
-    /// The data entry of `key`, if the run has one (a forward pass that stops at the first
-    /// larger key; no allocation).
+    /// The data entry of `key`, if the run has one: a forward pass that stops at the first
+    /// larger key, reading each entry's kind and key and skipping its payload (the lookup
+    /// path; bounds are checked, the order is not: the segment's checksum covers it, and
+    /// merges and scans check it with [`EntryRun::iter`]).
     pub fn find(
         &self,
         key: &[u8],
         key_bytes_max: usize,
         value_bytes_max: usize,
     ) -> Result<DataHit<'a>, DecodeError> {
-        for e in self.iter(key_bytes_max, value_bytes_max) {
-            let e = e?;
-            match e.key().cmp(key) {
+        let b = self.bytes;
+        let mut pos = 0usize;
+        let bad = |at: usize, what: &str| DecodeError::new(at, format!("entry: {what}"));
+        for _ in 0..self.count {
+            let at = pos;
+            let kind = *b.get(pos).ok_or_else(|| bad(at, "truncated"))?;
+            pos += 1;
+            let klen = varint_at(b, &mut pos)?;
+            if klen > key_bytes_max {
+                return Err(bad(at, "key over the limit"));
+            }
+            let k = b.get(pos..pos + klen).ok_or_else(|| bad(at, "truncated key"))?;
+            pos += klen;
+            let value = match kind {
+                KIND_FENCE => {
+                    pos += 8;
+                    None
+                }
+                KIND_DELETE => {
+                    varint_at(b, &mut pos)?;
+                    None
+                }
+                KIND_INSERT => {
+                    let vlen = varint_at(b, &mut pos)?;
+                    if vlen > value_bytes_max {
+                        return Err(bad(at, "value over the limit"));
+                    }
+                    let v = b.get(pos..pos + vlen).ok_or_else(|| bad(at, "truncated value"))?;
+                    pos += vlen;
+                    Some(v)
+                }
+                other => return Err(bad(at, &format!("unknown kind {other}"))),
+            };
+            if pos > b.len() {
+                return Err(bad(at, "truncated"));
+            }
+            match k.cmp(key) {
                 std::cmp::Ordering::Less => {}
                 std::cmp::Ordering::Greater => break,
-                std::cmp::Ordering::Equal => match e {
-                    EntryRef::Insert { value, .. } => return Ok(DataHit::Insert(value)),
-                    EntryRef::Delete { .. } => return Ok(DataHit::Delete),
-                    EntryRef::Fence { .. } => {}
+                std::cmp::Ordering::Equal => match kind {
+                    KIND_INSERT => return Ok(DataHit::Insert(value.expect("an insert's value"))),
+                    KIND_DELETE => return Ok(DataHit::Delete),
+                    _ => {}
                 },
             }
         }
         Ok(DataHit::None)
+    }
+}
+
+/// Reads a varint at `*pos` (one-byte values, the common case, without a loop).
+fn varint_at(b: &[u8], pos: &mut usize) -> Result<usize, DecodeError> {
+    match b.get(*pos) {
+        Some(&byte) if byte < 0x80 => {
+            *pos += 1;
+            Ok(usize::from(byte))
+        }
+        Some(_) => {
+            let mut r = Reader::new(&b[*pos..]);
+            let v = r.varint().map_err(|e| DecodeError::new(*pos + e.offset, e.reason))?;
+            *pos += r.position();
+            usize::try_from(v).map_err(|_| DecodeError::new(*pos, "length over usize"))
+        }
+        None => Err(DecodeError::new(*pos, "entry: truncated")),
     }
 }
 
