@@ -22,7 +22,7 @@ use lamina_core::{
     BatchOp, CasOutcome, Durability, Entry, Error, KeyRange, OrderedIndex, Result, Stats,
     WriteBatch,
 };
-use lamina_storage::log::{Log, LogOp, LogOptions, Retention};
+use lamina_storage::log::{LogOp, LogOptions, SegmentLog, SegmentLogOptions};
 use lamina_storage::{FileOptions, FileStorage, MemoryStorage, Storage};
 use parking_lot::{Mutex, RwLock};
 
@@ -57,7 +57,7 @@ struct Inner {
     /// `None` once closed.
     tree: RwLock<Option<Tree>>,
     storage: Arc<dyn Storage>,
-    log: Option<Arc<Log>>,
+    log: Option<Arc<SegmentLog>>,
     durability: Durability,
     mode: FcMode,
     user_bytes_written: AtomicU64,
@@ -107,20 +107,20 @@ impl FdTree {
         }
         let mut tree = Tree::recover(params, store)?;
         let chunk_bytes_max = LogOptions::default().chunk_bytes_max().next_multiple_of(4096);
-        let log_options = LogOptions {
-            retention: Retention::Truncate {
-                segment_bytes: LOG_SEGMENT_BYTES.max(chunk_bytes_max),
+        let log_options = SegmentLogOptions {
+            segment_bytes: LOG_SEGMENT_BYTES.max(chunk_bytes_max),
+            log: LogOptions {
+                // The engine waits for syncs itself (after releasing the tree lock).
+                durability: match options.durability {
+                    Durability::Sync => Durability::Buffered { max_delay: LOG_LINGER },
+                    other => other,
+                },
+                file_prefix: LOG_FILE_PREFIX.into(),
+                ..LogOptions::default()
             },
-            // The engine waits for syncs itself (after releasing the tree lock).
-            durability: match options.durability {
-                Durability::Sync => Durability::Buffered { max_delay: LOG_LINGER },
-                other => other,
-            },
-            file_prefix: LOG_FILE_PREFIX.into(),
-            ..LogOptions::default()
         };
         let mut records = Vec::new();
-        let log = Arc::new(Log::open(storage.clone(), log_options, |r| records.push(r))?);
+        let log = Arc::new(SegmentLog::open(storage.clone(), log_options, |r| records.push(r))?);
         tree.attach_log(log.clone(), records)?;
         if options.mode != FcMode::Fc && tree.fc_resume.is_some() {
             tree = finish_recovered_merge(tree)?;
@@ -132,7 +132,7 @@ impl FdTree {
     fn start(
         mut tree: Tree,
         storage: Arc<dyn Storage>,
-        log: Option<Arc<Log>>,
+        log: Option<Arc<SegmentLog>>,
         durability: Durability,
     ) -> FdTree {
         let mode = tree.params.mode;

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use lamina_core::codec::{Decode, Encode};
 use lamina_core::{BatchOp, Error, Result};
-use lamina_storage::log::{Log, Record, RecordOp, SeqNo};
+use lamina_storage::log::{Record, RecordOp, SegmentLog, SeqNo};
 use lamina_storage::{SlotState, Superblock};
 
 use crate::block::{BLOCK_HEADER_BYTES, Block};
@@ -42,7 +42,7 @@ pub const LOG_FILE_PREFIX: &str = "fdtree_wal";
 #[derive(Debug)]
 pub struct Persist {
     superblock: Superblock,
-    log: Option<Arc<Log>>,
+    log: Option<Arc<SegmentLog>>,
     /// The current `L_0` snapshot file and its block count.
     top_file: Option<(u32, u32)>,
     /// The committed progress record of an FD+FC merge in progress (`fc/commit.rs`).
@@ -163,7 +163,7 @@ impl Tree {
 
     /// Attaches the log after recovery and replays `records` (those after the committed
     /// state, in sequence order).
-    pub fn attach_log(&mut self, log: Arc<Log>, records: Vec<Record>) -> Result<()> {
+    pub fn attach_log(&mut self, log: Arc<SegmentLog>, records: Vec<Record>) -> Result<()> {
         let next = log.stats().next_seq;
         if next <= self.applied_seq {
             return Err(Error::corruption(

@@ -90,6 +90,17 @@ fn put_body_len(key: &[u8], value: &[u8]) -> usize {
     varint_len(key.len() as u64) + key.len() + varint_len(value.len() as u64) + value.len()
 }
 
+/// Bytes a put of a `key_len`-byte key and a `value_len`-byte value takes in the log as a
+/// record of its own (how garbage collection carries it): what an engine counts per live key
+/// in [`crate::log::LiveRecords::live_bytes`].
+pub fn put_record_bytes(key_len: usize, value_len: usize) -> u64 {
+    (RECORD_FIXED_BYTES
+        + varint_len(key_len as u64)
+        + key_len
+        + varint_len(value_len as u64)
+        + value_len) as u64
+}
+
 fn delete_body_len(key: &[u8]) -> usize {
     varint_len(key.len() as u64) + key.len()
 }
