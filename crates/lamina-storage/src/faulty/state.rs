@@ -61,6 +61,8 @@ pub(super) struct Shared {
     pub(super) plan: FaultPlan,
     pub(super) accounting: IoAccounting,
     pub(super) state: Mutex<State>,
+    /// Set by [`crate::FaultyStorage::stop_failing`]: the plan's injected failures are over.
+    pub(super) healed: std::sync::atomic::AtomicBool,
 }
 
 /// Whether `err` is the error of a simulated crash (the crashing call or any later one).
@@ -112,7 +114,7 @@ impl Shared {
             self.crash_locked(state, torn)?;
             return Err(crash_error(what));
         }
-        if self.plan.fails(op) {
+        if self.plan.fails(op) && !self.healed.load(std::sync::atomic::Ordering::Acquire) {
             let errno = match self.plan.fail_with {
                 FailKind::Eio => libc::EIO,
                 FailKind::NoSpace => libc::ENOSPC,

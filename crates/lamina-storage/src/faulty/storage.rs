@@ -54,7 +54,13 @@ impl FaultyStorage {
             state.add_inode(name, Inode { file, accounting_id, undo: Vec::new() });
         }
         Ok(FaultyStorage {
-            shared: Arc::new(Shared { inner, plan, accounting, state: Mutex::new(state) }),
+            shared: Arc::new(Shared {
+                inner,
+                plan,
+                accounting,
+                state: Mutex::new(state),
+                healed: std::sync::atomic::AtomicBool::new(false),
+            }),
         })
     }
 
@@ -92,6 +98,12 @@ impl FaultyStorage {
         self.crash()?;
         let options = self.shared.accounting.options().clone();
         FaultyStorage::with_accounting(self.shared.inner.clone(), plan, options)
+    }
+
+    /// Ends the plan's injected failures from now on (a full device got space back, a
+    /// failing one was replaced); a planned crash still strikes. Operations keep counting.
+    pub fn stop_failing(&self) {
+        self.shared.healed.store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Flips bit `bit` (counted from the start of the file) of the stored file `name`: media

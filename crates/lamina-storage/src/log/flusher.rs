@@ -98,7 +98,8 @@ fn take_fill(inner: &Inner, st: &mut State) -> Pending {
 /// What the flusher waits for next.
 enum Next {
     Flush(Pending),
-    Retry(Pending),
+    /// A stalled buffer to retry, and the retry requests it answers.
+    Retry(Pending, u64),
     Stop,
 }
 
@@ -113,7 +114,7 @@ fn next_work(inner: &Inner, stalled: &mut Option<Pending>) -> Next {
         if stalled.is_some() {
             let asked = st.retry_waiters > 0 || st.sync_waiters > 0 || st.closing;
             if asked || waited {
-                return Next::Retry(stalled.take().expect("checked"));
+                return Next::Retry(stalled.take().expect("checked"), st.retries_asked);
             }
             st.flusher_idle = true;
             inner.work_cv.wait_for(&mut st, STALL_RETRY_INTERVAL);
@@ -143,8 +144,8 @@ pub(super) fn flusher_loop(inner: &Inner, mut sink: Sink) {
     let mut stalled: Option<Pending> = None;
     loop {
         let (mut pending, retry) = match next_work(inner, &mut stalled) {
-            Next::Flush(pending) => (pending, false),
-            Next::Retry(pending) => (pending, true),
+            Next::Flush(pending) => (pending, None),
+            Next::Retry(pending, answers) => (pending, Some(answers)),
             Next::Stop => {
                 let st = inner.state.lock();
                 let clean = st.failure.is_none();
@@ -155,7 +156,9 @@ pub(super) fn flusher_loop(inner: &Inner, mut sink: Sink) {
                 return;
             }
         };
-        if retry && let Sink::Ring(ring) = &mut sink {
+        if retry.is_some()
+            && let Sink::Ring(ring) = &mut sink
+        {
             // Space for the retry comes from collection (deletes and overwrites since).
             let below = ring.head();
             if let Err(failure) = collect_ahead(inner, ring, below, &mut unapplied) {
@@ -178,10 +181,11 @@ pub(super) fn flusher_loop(inner: &Inner, mut sink: Sink) {
             unapplied.push(pending.generation, head_before, &pending.buffer, first_unapplied);
         }
         let mut st = inner.state.lock();
-        if retry {
-            st.retries += 1;
+        if let Some(answers) = retry {
+            st.retries_answered = st.retries_answered.max(answers);
         }
-        let keep = settle(inner, &mut st, &pending, &result, retry, flush_started.elapsed());
+        let retried = retry.is_some();
+        let keep = settle(inner, &mut st, &pending, &result, retried, flush_started.elapsed());
         inner.progress_cv.notify_all();
         if let Sink::Ring(ring) = &sink {
             copy_ring_stats(&mut st, ring);

@@ -204,6 +204,19 @@ pub const LIVE_FRACTION_GROW_PERCENT: u64 = 50;
 /// at most three bytes per byte freed).
 pub const LIVE_FRACTION_AT_BUDGET_PERCENT: u64 = 75;
 
+/// Most live bytes a ring of `ring_bytes` (its budget) takes before writes that add data are
+/// refused: [`LIVE_FRACTION_AT_BUDGET_PERCENT`] of what is left after the room collection
+/// needs to work in (four of the largest chunks: the reserve for carried records, the
+/// unused end of a segment, and the carry itself), so that deletes and overwrites always
+/// find garbage to collect.
+pub(crate) fn live_bytes_max(ring_bytes: u64, chunk_bytes_max: u64) -> u64 {
+    ring_bytes.saturating_sub(RING_WORK_CHUNKS * chunk_bytes_max) / 100
+        * LIVE_FRACTION_AT_BUDGET_PERCENT
+}
+
+/// Largest chunks' worth of a ring at its budget kept for collection to work in.
+const RING_WORK_CHUNKS: u64 = 4;
+
 impl Default for RingLogOptions {
     fn default() -> Self {
         RingLogOptions {

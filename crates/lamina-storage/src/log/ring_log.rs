@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use lamina_core::Result;
 
-use super::options::{LIVE_FRACTION_AT_BUDGET_PERCENT, LiveRecords, LogOptions, RingLogOptions};
+use super::options::{LiveRecords, LogOptions, RingLogOptions, live_bytes_max};
 use super::record::{LogOp, Record, SeqNo};
 use super::recovery::Sink;
 use super::ring_recovery::{OpenedRing, active_max, open_ring};
@@ -16,19 +16,6 @@ use super::shared::Budget;
 use super::stats::LogStats;
 use super::writer::{CoreSetup, LogCore};
 use crate::backend::Storage;
-
-/// Most live bytes a ring of `ring_bytes` (its budget) takes before writes that add data are
-/// refused: [`LIVE_FRACTION_AT_BUDGET_PERCENT`] of what is left after the room collection
-/// needs to work in (four of the largest chunks: the reserve for carried records, the
-/// unused end of a segment, and the carry itself), so that deletes and overwrites always
-/// find garbage to collect.
-pub(super) fn live_bytes_max(ring_bytes: u64, chunk_bytes_max: u64) -> u64 {
-    ring_bytes.saturating_sub(RING_WORK_CHUNKS * chunk_bytes_max) / 100
-        * LIVE_FRACTION_AT_BUDGET_PERCENT
-}
-
-/// Largest chunks' worth of a ring at its budget kept for collection to work in.
-const RING_WORK_CHUNKS: u64 = 4;
 
 /// The ring log (see the module documentation; byte layout in `docs/format/log.md`).
 ///

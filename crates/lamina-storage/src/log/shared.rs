@@ -109,8 +109,12 @@ pub(super) struct State {
     pub(super) stalled: Option<Failure>,
     /// Appenders waiting for the flusher to retry a stalled flush.
     pub(super) retry_waiters: u32,
-    /// Retries of a stalled flush so far (waiters watch it change).
-    pub(super) retries: u64,
+    /// Retries of a stalled flush asked for so far (by appenders).
+    pub(super) retries_asked: u64,
+    /// The last of `retries_asked` that a retry started after has answered (a retry
+    /// already under way when an appender asks does not answer it: space may have come
+    /// back since it started).
+    pub(super) retries_answered: u64,
     pub(super) closing: bool,
     pub(super) closed: bool,
     pub(super) flusher_idle: bool,
@@ -139,7 +143,8 @@ impl State {
             failure: None,
             stalled: None,
             retry_waiters: 0,
-            retries: 0,
+            retries_asked: 0,
+            retries_answered: 0,
             closing: false,
             closed: false,
             flusher_idle: false,

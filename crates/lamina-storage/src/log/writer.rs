@@ -354,10 +354,12 @@ impl LogCore {
 /// Asks the flusher to retry a stalled flush and waits for that attempt; `Some(error)` if
 /// the log is still stalled (or failed, or closing) afterwards, `None` if it resumed.
 fn retry_stalled(inner: &Inner, st: &mut parking_lot::MutexGuard<'_, State>) -> Option<Error> {
-    let attempt = st.retries;
+    st.retries_asked += 1;
+    let asked = st.retries_asked;
     st.retry_waiters += 1;
     inner.work_cv.notify_one();
-    while st.stalled.is_some() && st.retries == attempt && st.failure.is_none() && !st.closing {
+    while st.stalled.is_some() && st.retries_answered < asked && st.failure.is_none() && !st.closing
+    {
         inner.progress_cv.wait(st);
     }
     st.retry_waiters -= 1;

@@ -294,6 +294,13 @@ impl AnyLog {
         }
     }
 
+    pub fn sync(&self) -> Result<()> {
+        match self {
+            AnyLog::Ring(log) => log.sync(),
+            AnyLog::Segments(log) => log.sync(),
+        }
+    }
+
     pub fn close(&self) -> Result<()> {
         match self {
             AnyLog::Ring(log) => log.close(),

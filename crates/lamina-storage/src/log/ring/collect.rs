@@ -22,26 +22,32 @@ use crate::log::record::{LogOp, RecordOp, SeqNo, decode_records};
 const COLLECT_AHEAD_CHUNKS: u64 = 6;
 
 impl Ring {
-    /// Bytes the writer could write before reaching uncollected chunks.
+    /// Bytes the writer could write before reaching uncollected chunks; while the ring
+    /// should shrink, without the segment that would retire next (collection then clears
+    /// that segment and the room the writer needs after it, so that it can be punched out
+    /// after the next chunk).
     fn collected_ahead(&self) -> u64 {
-        self.layout.ahead(self.head, self.cleaned, self.durable_clean, self.policy())
+        let (head, bound, dc, policy) =
+            (self.head, self.cleaned, self.durable_clean, self.policy());
+        match self.retiring() {
+            Some((segment, _)) => self.layout.ahead_without(segment, head, bound, dc, policy),
+            None => self.layout.ahead(head, bound, dc, policy),
+        }
     }
 
-    /// While the ring should shrink: the end of the latest visit of the segment that would
-    /// retire next, if it is not collected yet (collection clears it ahead of need so that
-    /// it can be punched out after the next chunk).
-    fn shrink_target(&self) -> Option<u64> {
+    /// While the ring should shrink: the segment that would retire next and the end of its
+    /// latest visit.
+    fn retiring(&self) -> Option<(usize, u64)> {
         if !self.layout.shrink_wanted(self.policy()) {
             return None;
         }
-        let (_, end) = self.layout.oldest_other()?;
-        (self.cleaned < end).then_some(end)
+        self.layout.oldest_other()
     }
 
     /// Whether [`Ring::collect_ahead`] with the same `below` has anything to do.
     pub(crate) fn collect_ahead_due(&self, below: u64) -> bool {
-        let wanted = self.collected_ahead() < COLLECT_AHEAD_CHUNKS * self.chunk_max
-            || self.shrink_target().is_some();
+        let clearing = self.retiring().is_some_and(|(_, end)| self.cleaned < end);
+        let wanted = clearing || self.collected_ahead() < COLLECT_AHEAD_CHUNKS * self.chunk_max;
         wanted && self.spans.front().is_some_and(|span| span.pos < below)
     }
 

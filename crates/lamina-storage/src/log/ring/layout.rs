@@ -25,7 +25,7 @@
 //! grow again.
 
 use crate::log::chunk::{FILE_HEADER_BYTES, RING_SEGMENTS_MAX};
-use crate::log::options::LIVE_FRACTION_GROW_PERCENT;
+use crate::log::options::{LIVE_FRACTION_GROW_PERCENT, live_bytes_max};
 
 /// One segment of the ring file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +52,8 @@ pub(crate) struct Policy {
     pub live_bytes: u64,
     /// Most active segments the disk budget allows (at least 1).
     pub active_max: u64,
+    /// Bytes of the largest chunk (collection's room to work in, at a budget).
+    pub chunk_bytes_max: u64,
 }
 
 /// How the next visit gets its segment.
@@ -145,15 +147,20 @@ impl Layout {
                 > active * self.segment_bytes * LIVE_FRACTION_GROW_PERCENT
     }
 
-    /// Whether the ring should give up a segment: the budget is below its size, or the
-    /// live records would stay under the growth threshold with two segments fewer (one
-    /// segment of hysteresis, so it does not grow right back).
+    /// Whether the ring should give up a segment: the live records would stay under the
+    /// growth threshold with two segments fewer (one segment of hysteresis, so it does not
+    /// grow right back), or the ring is over its budget and one segment fewer still holds
+    /// them as the budget's cap allows (never below what the live records need: a lowered
+    /// budget waits for deletes).
     pub(crate) fn shrink_wanted(&self, policy: Policy) -> bool {
         let active = self.active();
         if active <= 1 {
             return false;
         }
-        active > policy.active_max
+        let smaller = (active - 1) * self.segment_bytes;
+        let over_budget = active > policy.active_max
+            && policy.live_bytes <= live_bytes_max(smaller, policy.chunk_bytes_max);
+        over_budget
             || (active > 2
                 && policy.live_bytes.saturating_mul(100)
                     < (active - 2) * self.segment_bytes * LIVE_FRACTION_GROW_PERCENT)
@@ -296,6 +303,23 @@ impl Layout {
         (self.segment_bytes - offset) + self.limit(next, bound)
     }
 
+    /// [`Layout::ahead`] as it would be with the free segment `segment` retired (what
+    /// shrinking must keep: room for the writer without the segment it gives up).
+    pub(crate) fn ahead_without(
+        &self,
+        segment: usize,
+        head: u64,
+        bound: u64,
+        durable_clean: u64,
+        policy: Policy,
+    ) -> u64 {
+        let mut without = self.clone();
+        if without.is_free(segment, durable_clean) {
+            without.retire(segment, durable_clean);
+        }
+        without.ahead(head, bound, durable_clean, policy)
+    }
+
     /// Bytes writable below `bound` after a chunk of `len` bytes at `placement`: what
     /// [`Layout::ahead`] would say once it is written (within its own visit if it begins a
     /// new one).
@@ -375,7 +399,7 @@ mod tests {
     const S: u64 = 1 << 20;
 
     fn roomy() -> Policy {
-        Policy { live_bytes: 0, active_max: 100 }
+        Policy { live_bytes: 0, active_max: 100, chunk_bytes_max: 0 }
     }
 
     /// Writes chunks of `len` bytes until the layout starts a new visit; returns the new
@@ -395,7 +419,7 @@ mod tests {
     #[test]
     fn one_segment_is_the_fixed_ring() {
         let mut layout = Layout::new(S, 1);
-        let policy = Policy { live_bytes: 0, active_max: 1 };
+        let policy = Policy { live_bytes: 0, active_max: 1, chunk_bytes_max: 0 };
         let mut head = 0;
         let p = fill_visit(&mut layout, &mut head, 300 << 10, policy);
         // Three chunks fit a 1 MiB segment; the fourth starts lap 1 at its start.
@@ -416,13 +440,13 @@ mod tests {
         let p = fill_visit(&mut layout, &mut head, 400 << 10, roomy());
         assert_eq!((p.segment, p.next), (1, Some(NextSegment::Reuse(1))), "segment 1 is free");
         // Both used; live data over half of them: a new segment.
-        let dense = Policy { live_bytes: S + 1, active_max: 100 };
+        let dense = Policy { live_bytes: S + 1, active_max: 100, chunk_bytes_max: 0 };
         assert_eq!(layout.choose_next(0, dense), NextSegment::Append);
         // Not dense: the least recently visited one, over its previous visit.
         let p = layout.place(2 * S, 400 << 10, 0, roomy());
         assert_eq!((p.segment, p.overwrites, p.pos), (0, Some(0), 2 * S));
         // The budget caps growth.
-        let capped = Policy { live_bytes: 10 * S, active_max: 2 };
+        let capped = Policy { live_bytes: 10 * S, active_max: 2, chunk_bytes_max: 0 };
         assert_eq!(layout.choose_next(0, capped), NextSegment::Reuse(0));
         assert_eq!(layout.place_elsewhere(0, capped), None);
         assert_eq!(layout.place_elsewhere(0, dense).unwrap().next, Some(NextSegment::Append));
@@ -434,7 +458,7 @@ mod tests {
     #[test]
     fn growth_appends_and_retired_segments_revive_first() {
         let mut layout = Layout::new(S, 1);
-        let dense = Policy { live_bytes: S, active_max: 3 };
+        let dense = Policy { live_bytes: S, active_max: 3, chunk_bytes_max: 0 };
         let mut head = 0;
         let p = fill_visit(&mut layout, &mut head, 512 << 10, dense);
         assert_eq!((p.segment, p.overwrites, p.next), (1, None, Some(NextSegment::Append)));
@@ -453,14 +477,20 @@ mod tests {
     #[test]
     fn shrink_has_hysteresis() {
         let layout = Layout::new(S, 4);
-        let policy = |live_bytes| Policy { live_bytes, active_max: 100 };
+        let policy = |live_bytes| Policy { live_bytes, active_max: 100, chunk_bytes_max: 0 };
         // Four segments: grows past 2 MiB live, shrinks below 1 MiB.
         assert!(!layout.shrink_wanted(policy(S)));
         assert!(layout.shrink_wanted(policy(S - 1)));
         assert!(!layout.grow_wanted(policy(2 * S)));
         assert!(layout.grow_wanted(policy(2 * S + 1)));
-        assert!(layout.shrink_wanted(Policy { live_bytes: 3 * S, active_max: 3 }), "budget");
-        assert!(!Layout::new(S, 1).shrink_wanted(Policy { live_bytes: 0, active_max: 1 }));
+        let over = |live_bytes| Policy { live_bytes, active_max: 3, chunk_bytes_max: 0 };
+        assert!(layout.shrink_wanted(over(2 * S)), "over the budget, and three segments hold it");
+        assert!(!layout.shrink_wanted(over(3 * S)), "never below what the live records need");
+        assert!(!Layout::new(S, 1).shrink_wanted(Policy {
+            live_bytes: 0,
+            active_max: 1,
+            chunk_bytes_max: 0
+        }));
     }
 
     #[test]

@@ -29,7 +29,7 @@ use crate::log::record::SeqNo;
 /// `fallocate`d range, ~120-160 us into written zeros). Zero-filling ahead in steps moves
 /// that commit to one sync in every `ZERO_AHEAD_BYTES` of log instead of nearly every sync.
 /// The zeros are real writes (and counted as such), once per segment (again after a
-/// segment was retired and revived).
+/// segment was retired and revived), and only ahead of chunks smaller than the step.
 pub(crate) const ZERO_AHEAD_BYTES: u64 = 256 << 10;
 
 /// A chunk of the ring that has not been garbage collected yet.
@@ -164,7 +164,11 @@ impl Ring {
     }
 
     pub(super) fn policy(&self) -> Policy {
-        Policy { live_bytes: self.live_bytes, active_max: self.active_max }
+        Policy {
+            live_bytes: self.live_bytes,
+            active_max: self.active_max,
+            chunk_bytes_max: self.chunk_max,
+        }
     }
 
     /// Where a chunk of `len` bytes would go now.
@@ -309,6 +313,12 @@ impl Ring {
     /// the segment).
     fn zero_to(&self, placement: &Placement, len: u64) -> u64 {
         let end = placement.offset + len;
+        // A chunk as large as the zeroed step pays for its own blocks' allocation at its
+        // sync as zeros would, once per as many bytes: zeroing ahead of it would only write
+        // the ring twice (bulk loads). Small chunks after it zero-fill when they get there.
+        if len >= ZERO_AHEAD_BYTES {
+            return end;
+        }
         let written_to = match placement.next {
             Some(NextSegment::Append | NextSegment::Revive(_)) => 0,
             _ if placement.segment < self.layout.count() => {
@@ -436,10 +446,18 @@ impl Ring {
     /// Shrinks: retires (punches out) segments the writer no longer needs while the live
     /// records are well below the growth threshold or the ring is over its budget. Only free
     /// segments retire (every record in them collected and durable in newer chunks), so a
-    /// punch loses nothing whenever it reaches the device.
+    /// punch loses nothing whenever it reaches the device, and only while the writer keeps
+    /// room for a carried chunk without them.
     fn retire_free_segments(&mut self) -> Result<()> {
         while self.layout.shrink_wanted(self.policy()) {
             let Some(segment) = self.layout.retirable(self.durable_clean) else { break };
+            // Never the room the writer needs to write a carried chunk: that is what keeps
+            // collection going (see `fits_keeping_reserve`).
+            let (dc, policy) = (self.durable_clean, self.policy());
+            let left = self.layout.ahead_without(segment, self.head, dc, dc, policy);
+            if left < 2 * self.chunk_max {
+                break;
+            }
             let offset = self.layout.file_offset(segment, 0);
             self.file.punch_hole(offset, self.layout.segment_bytes())?;
             self.layout.retire(segment, self.durable_clean);
