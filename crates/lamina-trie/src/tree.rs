@@ -324,9 +324,13 @@ impl<const FANOUT: usize> Trie<FANOUT> {
         self.log_bytes.get()
     }
 
-    /// Admits (or refuses, past the memory limit) a write that adds `growth` bytes.
+    /// Admits (or refuses, past the memory limit) a write that adds `growth` bytes. The
+    /// limit is on `memory_bytes` less what the content allocator holds idle: a new content
+    /// node takes idle blocks first (freed ones stay with the process, see crate::slab).
     pub(crate) fn admit_memory(&self, growth: u64) -> lamina_core::Result<()> {
-        self.memory_gate.admit(growth, || self.counters().memory_bytes)
+        self.memory_gate.admit(growth, || {
+            self.counters().memory_bytes.saturating_sub(crate::pool::idle_bytes() as u64)
+        })
     }
 
     fn add_memory(&self, added: u64, removed: u64) {
