@@ -76,7 +76,7 @@ pub(crate) fn open_ring(
         kind: FileKind::Ring,
         version: RING_FORMAT_VERSION,
         log_id,
-        file_index: 0,
+        file_index: count,
         base_pos: 0,
         capacity_bytes: segment_bytes,
         seq_floor: 0,
@@ -93,6 +93,7 @@ pub(crate) fn open_ring(
         log_id,
         version: RING_FORMAT_VERSION,
         seq_floor: 0,
+        header_segments: count,
         layout: Layout::new(segment_bytes, count as usize),
         payload_max: options.log.chunk_payload_max(),
         head: 0,
@@ -137,6 +138,18 @@ fn recover_ring(storage: &dyn Storage, name: &str, options: &RingLogOptions) -> 
     // A version 1 ring is one segment, whatever follows it in the file.
     let in_file = (len - FILE_HEADER_BYTES) / segment_bytes;
     let count = if header.version == 1 { in_file.min(1) } else { in_file };
+    // The header records how many segments the file grew to (0 in version 1: one).
+    let header_segments = header.file_index.max(1);
+    if count < header_segments {
+        return Err(Error::corruption(
+            &path,
+            len,
+            format!(
+                "the ring file is {len} bytes: {count} segments of {segment_bytes} bytes, but \
+                 it had {header_segments}: it was cut short"
+            ),
+        ));
+    }
     if count == 0 {
         return Err(Error::corruption(
             &path,
@@ -160,6 +173,7 @@ fn recover_ring(storage: &dyn Storage, name: &str, options: &RingLogOptions) -> 
         log_id: header.log_id,
         version: header.version,
         seq_floor: header.seq_floor,
+        header_segments,
         layout,
         payload_max,
         head,

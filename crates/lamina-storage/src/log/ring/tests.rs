@@ -63,6 +63,7 @@ fn a_chunk_after_everything_was_collected_starts_the_window() {
         log_id: 7,
         version: RING_FORMAT_VERSION,
         seq_floor: 0,
+        header_segments: 1,
         layout: Layout::recovered(capacity, vec![slot], 1, 0, Some(0)),
         payload_max: options.log.chunk_payload_max(),
         head,

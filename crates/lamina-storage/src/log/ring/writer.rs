@@ -63,6 +63,8 @@ pub(crate) struct RingParts {
     /// The file header's format version (1: an older fixed ring, rewritten before growth).
     pub version: u32,
     pub seq_floor: u64,
+    /// Segments the file header records.
+    pub header_segments: u64,
     pub layout: Layout,
     pub payload_max: usize,
     /// End of the newest chunk.
@@ -85,6 +87,8 @@ pub(crate) struct Ring {
     log_id: u64,
     version: u32,
     seq_floor: u64,
+    /// Segments the file header records (the file has at least as many).
+    header_segments: u64,
     pub(super) layout: Layout,
     pub(super) payload_max: usize,
     pub(super) chunk_max: u64,
@@ -117,7 +121,17 @@ pub(crate) struct Ring {
 
 impl Ring {
     pub(crate) fn new(parts: RingParts) -> Ring {
-        let RingParts { file, path, log_id, version, seq_floor, layout, payload_max, .. } = parts;
+        let RingParts {
+            file,
+            path,
+            log_id,
+            version,
+            seq_floor,
+            header_segments,
+            layout,
+            payload_max,
+            ..
+        } = parts;
         assert!(parts.tail <= parts.head, "ring window out of bounds");
         assert!(
             parts.spans.front().is_none_or(|s| s.pos == parts.tail),
@@ -130,6 +144,7 @@ impl Ring {
             log_id,
             version,
             seq_floor,
+            header_segments,
             layout,
             payload_max,
             chunk_max: chunk_len(payload_max),
@@ -280,16 +295,26 @@ impl Ring {
         Ok(())
     }
 
-    /// Extends the file by one segment (to `segments` of them), first rewriting a version 1
-    /// header (a ring of one fixed segment, which builds before growable rings read as the
-    /// whole ring) so that such a build refuses the grown file instead of misreading it.
+    /// Extends the file by one segment (to `segments` of them; sparse: the new segment
+    /// takes space as it is written) and records the count in the header (synced with the
+    /// new length), so that a file cut short by whole segments is found even if the chunks
+    /// that recorded the count were cut off with them. A version 1 header (a ring of one
+    /// fixed segment, which builds before growable rings read as the whole ring) becomes
+    /// version 2 on the way, so such a build refuses the grown file instead of misreading it.
     fn prepare_append(&mut self, segments: usize) -> Result<()> {
-        if self.version != RING_FORMAT_VERSION {
+        let len = self.layout.file_offset(segments, 0);
+        if self.file.len()? < len {
+            self.file.set_len(len)?;
+            // The length is durable before the header says so: a header that reached the
+            // device never claims segments the file lacks.
+            self.file.sync_data()?;
+        }
+        if self.version != RING_FORMAT_VERSION || self.header_segments < segments as u64 {
             let header = FileHeader {
                 kind: FileKind::Ring,
                 version: RING_FORMAT_VERSION,
                 log_id: self.log_id,
-                file_index: 0,
+                file_index: segments as u64,
                 base_pos: 0,
                 capacity_bytes: self.layout.segment_bytes(),
                 seq_floor: self.seq_floor,
@@ -298,12 +323,7 @@ impl Ring {
             self.file.write_all_at(0, &header.to_block())?;
             self.file.sync_data()?;
             self.version = RING_FORMAT_VERSION;
-        }
-        let len = self.layout.file_offset(segments, 0);
-        // Sparse: the new segment takes space as it is written. The chunk's `fdatasync`
-        // makes the new length durable with it.
-        if self.file.len()? < len {
-            self.file.set_len(len)?;
+            self.header_segments = segments as u64;
         }
         Ok(())
     }
