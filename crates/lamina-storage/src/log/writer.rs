@@ -177,10 +177,13 @@ impl LogCore {
         let inner = &*self.inner;
         let len = op.encoded_len();
         if len > inner.options.buffer_bytes {
+            // Only a batch can be this large (the largest put fits the smallest buffer); the
+            // buffer is no option of the public API, so the advice is to split the batch.
             return Err(Error::InvalidArgument(InvalidArgument::Option {
-                name: "buffer_bytes",
+                name: "write batch",
                 reason: format!(
-                    "a record of {len} bytes is larger than the log's write buffer of {} bytes",
+                    "it takes {len} bytes in the log, more than the log's write buffer of {} \
+                     bytes (a batch is logged as one record): split it into smaller batches",
                     inner.options.buffer_bytes
                 ),
             }));
