@@ -308,6 +308,16 @@ mod tests {
     }
 
     #[test]
+    fn put_record_bytes_is_the_encoded_length_of_a_put() {
+        for (k, v) in [(1, 0), (8, 128), (127, 128), (128, 4096), (KEY_BYTES_MAX, VALUE_BYTES_MAX)]
+        {
+            let (key, value) = (vec![1u8; k], vec![2u8; v]);
+            let op = LogOp::Put { key: &key, value: &value };
+            assert_eq!(put_record_bytes(k, v), op.encoded_len() as u64, "{k} {v}");
+        }
+    }
+
+    #[test]
     fn corrupt_records_are_refused() {
         let record =
             Record { seq: 5, op: RecordOp::Put { key: b"k".to_vec(), value: b"v".to_vec() } };
