@@ -111,12 +111,19 @@ typedef struct lamina_options {
     uint64_t memory_budget_bytes;
     /** Block cache size, at most 1 TiB; 0 disables the cache. Default 15 MiB. */
     uint64_t cache_bytes;
-    /** Most bytes the database may occupy on disk; 0 = the engine's default. Enforced by
-     *  "mem" (the size of its log ring, fixed at creation); other engines return
+    /** Most bytes the database may occupy on disk; 0 = no cap (the default). Enforced by
+     *  "mem" and "trie" (their log ring grows with the data up to it; it may change between
+     *  opens): at the budget, writes that add data fail with LAMINA_NO_SPACE, deletes and
+     *  overwrites that do not grow the data still succeed. Other engines return
      *  LAMINA_UNSUPPORTED for a nonzero value. */
     uint64_t disk_budget_bytes;
     /** Nonzero: create the directory if it does not exist. Default 1. */
     int create_if_missing;
+    /** Most memory the engine's data may take; 0 = no limit (the default), else at least
+     *  1 MiB. Enforced by the in-memory engines "mem" and "trie": writes that would pass it
+     *  fail with LAMINA_NO_SPACE instead of exhausting memory. Other engines return
+     *  LAMINA_UNSUPPORTED for a nonzero value. */
+    uint64_t memory_limit_bytes;
 } lamina_options;
 
 /** Fills *opts with the defaults listed above. NULL is ignored. */

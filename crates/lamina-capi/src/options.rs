@@ -32,6 +32,8 @@ pub struct LaminaOptions {
     pub disk_budget_bytes: u64,
     /// Nonzero: create the directory if it does not exist.
     pub create_if_missing: c_int,
+    /// Most memory the engine's data may take; 0 means unlimited.
+    pub memory_limit_bytes: u64,
 }
 
 impl LaminaOptions {
@@ -54,6 +56,7 @@ impl LaminaOptions {
             cache_bytes: rust.cache_bytes,
             disk_budget_bytes: 0,
             create_if_missing: c_int::from(rust.create_if_missing),
+            memory_limit_bytes: 0,
         }
     }
 
@@ -91,6 +94,7 @@ impl LaminaOptions {
             cache_bytes: self.cache_bytes,
             create_if_missing: self.create_if_missing != 0,
             disk_budget_bytes: self.disk_budget_bytes,
+            memory_limit_bytes: self.memory_limit_bytes,
             ..Options::default()
         })
     }
@@ -98,7 +102,7 @@ impl LaminaOptions {
 
 /// `void lamina_options_init(lamina_options *opts)`: fills `opts` with the defaults (those of
 /// the Rust API: default engine, sync durability, 4 MiB memory, 15 MiB cache, unlimited
-/// disk, create if missing). NULL is ignored.
+/// disk and memory, create if missing). NULL is ignored.
 ///
 /// # Safety
 /// `opts`, if non-NULL, must point to writable memory for one `lamina_options`.
@@ -150,8 +154,9 @@ mod tests {
             durability_max_delay_us: 2500,
             memory_budget_bytes: 1 << 20,
             cache_bytes: 0,
-            disk_budget_bytes: 0,
+            disk_budget_bytes: 3 << 30,
             create_if_missing: 0,
+            memory_limit_bytes: 2 << 30,
         };
         // SAFETY: `engine` is a C string literal.
         let rust = unsafe { opts.to_rust() }.unwrap();
@@ -161,6 +166,7 @@ mod tests {
             Durability::Buffered { max_delay: Duration::from_micros(2500) }
         );
         assert_eq!((rust.memory_budget_bytes, rust.cache_bytes), (1 << 20, 0));
+        assert_eq!((rust.disk_budget_bytes, rust.memory_limit_bytes), (3 << 30, 2 << 30));
         assert!(!rust.create_if_missing);
     }
 

@@ -37,6 +37,8 @@ fn open(global: &GlobalArgs, create: bool) -> Result<Db, String> {
         engine,
         durability: Durability::None,
         create_if_missing: create,
+        disk_budget_bytes: global.disk_budget_bytes,
+        memory_limit_bytes: global.memory_limit_bytes,
         ..Options::default()
     };
     Db::open(dir, options).map_err(|e| e.to_string())

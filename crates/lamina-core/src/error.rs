@@ -33,7 +33,8 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// The device or the configured disk budget is full; the operation was not applied.
+    /// The device is full, or the configured disk budget or memory limit is reached (the
+    /// message names the option); the operation was not applied.
     #[error("no space left: {context}")]
     NoSpace {
         /// What needed the space.

@@ -5,6 +5,7 @@
 //! - [`codec`]: the `Encode`/`Decode` traits that every on-disk structure implements.
 //! - [`checksum`]: CRC32C, the checksum of every persistent structure.
 //! - [`OrderedIndex`]: the trait every engine implements, with its exact semantics.
+//! - [`OpenIntent`]: whether a database must already exist when an engine opens it.
 //! - `testkit` (feature `testkit`): the conformance kit every engine must pass.
 
 mod batch;
@@ -14,6 +15,7 @@ mod durability;
 mod error;
 mod index;
 pub mod limits;
+mod open;
 mod range;
 mod stats;
 
@@ -24,5 +26,6 @@ pub use batch::{BatchOp, WriteBatch};
 pub use durability::Durability;
 pub use error::{Error, InvalidArgument, Result};
 pub use index::{CasOutcome, Entry, OrderedIndex};
+pub use open::{DISK_BUDGET_OPTION, MEMORY_LIMIT_OPTION, OpenIntent};
 pub use range::KeyRange;
 pub use stats::{IoStats, Stats};

@@ -253,8 +253,15 @@ impl BlockStore {
     /// Writes a whole small file (an index, a fences file, a progress record) and syncs it.
     pub fn write_file(&self, id: u32, kind: FileKind, bytes: &[u8]) -> Result<()> {
         let file = self.create(id, kind)?;
-        file.write_all_at(0, bytes)?;
-        file.sync_data()
+        let written = file.write_all_at(0, bytes).and_then(|()| file.sync_data());
+        if written.is_err() {
+            // All or nothing, so that writing it again (after a full disk) can create it anew;
+            // a file that cannot be removed is removed by the next recovery (no committed
+            // state names it).
+            drop(file);
+            let _ = self.storage.remove(&file_name(id, kind));
+        }
+        written
     }
 
     /// Reads a whole small file.

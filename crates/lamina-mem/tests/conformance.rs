@@ -8,9 +8,15 @@ use lamina_core::{Durability, Result};
 use lamina_mem::{MemEngine, MemOptions};
 use lamina_storage::{FaultyStorage, Storage};
 
-/// Small log so that tests exercise ring wrap-around and garbage collection.
+/// Small log segments so that tests exercise ring wrap-around, growth and garbage
+/// collection.
 fn small_log(durability: Durability) -> MemOptions {
-    MemOptions { durability, log_capacity_bytes: 1 << 20, log_buffer_bytes: 16 << 10 }
+    MemOptions {
+        durability,
+        log_segment_bytes: Some(1 << 20),
+        log_buffer_bytes: 16 << 10,
+        ..MemOptions::default()
+    }
 }
 
 struct Volatile;

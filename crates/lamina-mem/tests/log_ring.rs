@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use lamina_core::testkit::{dump, key, value};
 use lamina_core::{Durability, Error, OrderedIndex, WriteBatch};
 use lamina_mem::{MemEngine, MemOptions};
-use lamina_storage::log::LogOptions;
+use lamina_storage::log::{LogOptions, RingLogOptions};
 use lamina_storage::{FaultPlan, MemoryStorage, Storage, for_each_crash_point};
 
 const BUFFER_BYTES: usize = 16 << 10;
@@ -16,13 +16,21 @@ const BUFFER_BYTES: usize = 16 << 10;
 /// A store's whole content.
 type Content = BTreeMap<Vec<u8>, Vec<u8>>;
 
-/// The smallest ring the log accepts for our buffer size.
+/// The smallest ring segment the log accepts for our buffer size.
 fn ring_bytes_min() -> u64 {
-    LogOptions { buffer_bytes: BUFFER_BYTES, ..LogOptions::default() }.ring_bytes_min()
+    let log = LogOptions { buffer_bytes: BUFFER_BYTES, ..LogOptions::default() };
+    RingLogOptions { log, ..RingLogOptions::default() }.segment_bytes_min()
 }
 
+/// A ring of one `capacity`-byte segment that its disk budget keeps from growing.
 fn options(durability: Durability, capacity: u64) -> MemOptions {
-    MemOptions { durability, log_capacity_bytes: capacity, log_buffer_bytes: BUFFER_BYTES }
+    MemOptions {
+        durability,
+        log_buffer_bytes: BUFFER_BYTES,
+        log_segment_bytes: Some(capacity),
+        disk_budget_bytes: Some(4096 + capacity),
+        ..MemOptions::default()
+    }
 }
 
 #[test]
@@ -55,7 +63,7 @@ fn overwrites_many_times_the_ring_size_keep_the_latest_values() {
         .iter()
         .map(|n| storage.open(n, lamina_storage::OpenMode::Existing).unwrap().len().unwrap())
         .sum();
-    assert!(ring_file_bytes <= capacity + 64 * 1024, "the ring grew to {ring_file_bytes} bytes");
+    assert!(ring_file_bytes <= 4096 + capacity, "the ring grew to {ring_file_bytes} bytes");
 }
 
 #[test]

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use lamina_core::{Durability, WriteBatch};
-use lamina_storage::log::{Log, LogOp, LogOptions, Retention};
+use lamina_storage::log::{LogOp, LogOptions, SegmentLog, SegmentLogOptions};
 use lamina_storage::{FileOptions, FileStorage, Storage};
 
 const VALUE_BYTES: usize = 100;
@@ -48,12 +48,11 @@ fn run_log(
     let _ = std::fs::remove_dir_all(dir);
     let storage: Arc<dyn Storage> =
         Arc::new(FileStorage::open_dir(dir, FileOptions::default()).expect("bench directory"));
-    let options = LogOptions {
-        retention: Retention::Truncate { segment_bytes: 1 << 30 },
-        durability: Durability::Sync,
-        ..LogOptions::default()
+    let options = SegmentLogOptions {
+        log: LogOptions { durability: Durability::Sync, ..LogOptions::default() },
+        segment_bytes: 1 << 30,
     };
-    let log = Log::open(storage, options, |_| {}).expect("open log");
+    let log = SegmentLog::open(storage, options, |_| {}).expect("open log");
     let stop = AtomicBool::new(false);
     let records = AtomicU64::new(0);
     let value = vec![0x5au8; VALUE_BYTES];

@@ -15,7 +15,8 @@ use lamina_core::codec::{Decode, Encode};
 use lamina_core::testkit::mutation::{apply, decode_checked, mutation};
 use lamina_storage::block::{BLOCK_FORMAT_VERSION, BLOCK_MAGIC};
 use lamina_storage::log::chunk::{
-    CHUNK_HEADER_BYTES, CHUNK_MAGIC, ChunkHeader, FILE_MAGIC, FORMAT_VERSION, FileHeader, FileKind,
+    CHUNK_FLAG_CLEAN_CLOSE, CHUNK_HEADER_BYTES, CHUNK_MAGIC, ChunkHeader, FILE_MAGIC,
+    FORMAT_VERSION, FileHeader, FileKind, RING_FORMAT_VERSION, RING_SEGMENTS_MAX,
 };
 use lamina_storage::log::record::decode_records;
 use lamina_storage::log::{Record, RecordOp};
@@ -88,6 +89,7 @@ fn record_strategy() -> impl Strategy<Value = Record> {
 fn file_header_strategy() -> impl Strategy<Value = FileHeader> {
     (any::<bool>(), any::<[u64; 4]>(), 1u64..1 << 40).prop_map(|(ring, f, blocks)| FileHeader {
         kind: if ring { FileKind::Ring } else { FileKind::Segment },
+        version: if ring { RING_FORMAT_VERSION } else { FORMAT_VERSION },
         log_id: f[0],
         file_index: f[1],
         base_pos: f[2],
@@ -97,16 +99,20 @@ fn file_header_strategy() -> impl Strategy<Value = FileHeader> {
 }
 
 fn chunk_header_strategy() -> impl Strategy<Value = ChunkHeader> {
-    (any::<[u64; 4]>(), 0u64..1 << 40, any::<[u32; 3]>()).prop_map(|(f, pos, g)| ChunkHeader {
-        log_id: f[0],
-        pos: pos * 4096,
-        prev_end: f[1],
-        tail: f[2],
-        seq_hi: f[3],
-        payload_len: g[0],
-        record_count: g[1],
-        payload_crc: g[2],
-    })
+    (any::<[u64; 4]>(), 0u64..1 << 40, any::<[u32; 4]>(), any::<bool>()).prop_map(
+        |(f, pos, g, clean)| ChunkHeader {
+            log_id: f[0],
+            pos: pos * 4096,
+            prev_end: f[1],
+            tail: f[2],
+            seq_hi: f[3],
+            payload_len: g[0],
+            record_count: g[1],
+            payload_crc: g[2],
+            ring_segments: g[3] & RING_SEGMENTS_MAX,
+            flags: if clean { CHUNK_FLAG_CLEAN_CLOSE } else { 0 },
+        },
+    )
 }
 
 fn region_header_strategy() -> impl Strategy<Value = RegionHeader> {
@@ -365,6 +371,8 @@ fn chunk_header_whose_end_overflows_is_refused() {
         payload_len: 0,
         record_count: 0,
         payload_crc: 0,
+        ring_segments: 0,
+        flags: 0,
     };
     let err = ChunkHeader::decode(&header.encode()).unwrap_err();
     assert!(err.reason.contains("largest log position"), "{err}");

@@ -113,6 +113,11 @@ fn injected_errors_change_nothing() {
         assert!(matches!(f.write_all_at(0, b"x").unwrap_err(), Error::NoSpace { .. }));
     }
     assert!(matches!(f.sync_data().unwrap_err(), Error::NoSpace { .. }));
+    // Space is back: operations succeed again (and still count).
+    faulty.stop_failing();
+    f.write_all_at(0, b"x").unwrap();
+    f.sync_data().unwrap();
+    assert_eq!(faulty.ops(), 7);
 }
 
 #[test]

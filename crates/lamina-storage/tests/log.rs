@@ -6,13 +6,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lamina_core::{BatchOp, Durability, Error, WriteBatch};
-use lamina_storage::log::{Log, LogOp, LogOptions, Record, Retention};
+use lamina_storage::log::{LogOp, Record, RingLog, RingLogOptions, SegmentLog, SegmentLogOptions};
 use lamina_storage::{MemoryStorage, OpenMode, Storage};
-use log_support::{key, open_with_model, small_options, small_ring, value};
+use log_support::{
+    Model, key, open_segments_with_model, open_with_model, small_fixed_ring, small_segment_bytes,
+    small_segments, value,
+};
 
-fn collect(storage: Arc<dyn Storage>, options: LogOptions) -> Vec<Record> {
+fn collect(storage: Arc<dyn Storage>, options: SegmentLogOptions) -> Vec<Record> {
     let mut records = Vec::new();
-    let log = Log::open(storage, options, |r| records.push(r)).unwrap();
+    let log = SegmentLog::open(storage, options, |r| records.push(r)).unwrap();
     log.close().unwrap();
     records
 }
@@ -20,8 +23,8 @@ fn collect(storage: Arc<dyn Storage>, options: LogOptions) -> Vec<Record> {
 #[test]
 fn concurrent_appends_survive_reopen_in_sequence_order() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    let options = small_options(Retention::Truncate { segment_bytes: 64 * 1024 }, Durability::Sync);
-    let (log, model) = open_with_model(storage.clone(), options.clone()).unwrap();
+    let options = small_segments(64 * 1024, Durability::Sync);
+    let (log, model) = open_segments_with_model(storage.clone(), options.clone()).unwrap();
     std::thread::scope(|s| {
         for t in 0..6u64 {
             let (log, model) = (&log, &model);
@@ -37,7 +40,7 @@ fn concurrent_appends_survive_reopen_in_sequence_order() {
                         ],
                         _ => vec![BatchOp::Put { key: k, value: value(t, i, 100) }],
                     };
-                    model.write(log, &ops).unwrap();
+                    model.write_segments(log, &ops).unwrap();
                 }
             });
         }
@@ -56,7 +59,7 @@ fn concurrent_appends_survive_reopen_in_sequence_order() {
     assert_eq!(records.len(), 900);
     assert!(records.windows(2).all(|w| w[0].seq < w[1].seq), "replay is in sequence order");
     assert_eq!(records.first().unwrap().seq, 1);
-    let (log, model) = open_with_model(storage, options).unwrap();
+    let (log, model) = open_segments_with_model(storage, options).unwrap();
     assert_eq!(model.snapshot(), expected);
     // Sequence numbers continue after reopen.
     assert_eq!(log.append(LogOp::Delete { key: b"k" }).unwrap(), 901);
@@ -65,8 +68,8 @@ fn concurrent_appends_survive_reopen_in_sequence_order() {
 #[test]
 fn truncate_removes_old_segments_only() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    let options = small_options(Retention::Truncate { segment_bytes: 40 * 1024 }, Durability::Sync);
-    let log = Log::open(storage.clone(), options.clone(), |_| {}).unwrap();
+    let options = small_segments(40 * 1024, Durability::Sync);
+    let log = SegmentLog::open(storage.clone(), options.clone(), |_| {}).unwrap();
     let mut last = 0;
     for i in 0..100u64 {
         last = log.append(LogOp::Put { key: &key(i), value: &value(i, 0, 200) }).unwrap();
@@ -83,7 +86,7 @@ fn truncate_removes_old_segments_only() {
     assert!(records.iter().filter(|r| r.seq > last / 2).count() as u64 == last - last / 2);
     assert_eq!(records.last().unwrap().seq, last);
     // Truncating everything keeps the newest segment, and the log keeps working.
-    let log = Log::open(storage.clone(), options.clone(), |_| {}).unwrap();
+    let log = SegmentLog::open(storage.clone(), options.clone(), |_| {}).unwrap();
     log.truncate(u64::MAX).unwrap();
     assert_eq!(log.stats().segments, 1);
     assert_eq!(log.append(LogOp::Delete { key: b"z" }).unwrap(), last + 1);
@@ -94,9 +97,8 @@ fn truncate_removes_old_segments_only() {
 #[test]
 fn cyclic_log_collects_garbage_within_its_budget() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    let retention = small_ring();
-    let Retention::Cyclic { capacity_bytes } = retention else { unreachable!() };
-    let options = small_options(retention, Durability::Sync);
+    let capacity_bytes = small_segment_bytes();
+    let options = small_fixed_ring(Durability::Sync);
     let (log, model) = open_with_model(storage.clone(), options.clone()).unwrap();
     // 60 live keys overwritten over and over: many laps of the ring.
     std::thread::scope(|s| {
@@ -125,7 +127,7 @@ fn cyclic_log_collects_garbage_within_its_budget() {
     assert!(stats.gc_chunks_collected > 0 && stats.gc_records_dropped > 0, "{stats:?}");
     assert!(stats.disk_bytes <= capacity_bytes);
     let ring_len = storage.open("wal.ring", OpenMode::Existing).unwrap().len().unwrap();
-    assert_eq!(ring_len, 4096 + capacity_bytes, "the ring never grows");
+    assert_eq!(ring_len, 4096 + capacity_bytes, "the budget keeps it at one segment");
     let expected = model.snapshot();
     log.close().unwrap();
     let (log, model) = open_with_model(storage.clone(), options.clone()).unwrap();
@@ -141,9 +143,9 @@ fn cyclic_log_collects_garbage_within_its_budget() {
 }
 
 #[test]
-fn cyclic_log_full_of_live_records_is_no_space_and_loses_nothing() {
+fn cyclic_log_at_its_budget_is_no_space_for_new_data_and_loses_nothing() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    let options = small_options(small_ring(), Durability::Sync);
+    let options = small_fixed_ring(Durability::Sync);
     let (log, model) = open_with_model(storage.clone(), options.clone()).unwrap();
     // Distinct keys of 1 KiB: all live; the ring must fill up.
     let mut acked = 0u64;
@@ -155,12 +157,21 @@ fn cyclic_log_full_of_live_records_is_no_space_and_loses_nothing() {
         assert!(acked < 10_000, "a bounded ring cannot take unbounded live data");
     };
     assert!(matches!(err, Error::NoSpace { .. }), "{err}");
-    assert!(err.to_string().contains("capacity_bytes"), "{err}");
-    // Sticky: further writes are refused too.
-    assert!(matches!(log.append(LogOp::Delete { key: b"k" }), Err(Error::NoSpace { .. })));
+    let message = err.to_string();
+    assert!(message.contains("disk budget") && message.contains("--disk-budget-bytes"), "{err}");
+    assert!(!message.contains("capacity_bytes"), "an option nobody can set: {err}");
+    // Not sticky: deletes and overwrites that do not grow the data are accepted, and the
+    // space a delete frees takes a new key again.
+    model.write(&log, &[BatchOp::Delete { key: key(0) }]).unwrap();
+    model.write(&log, &[BatchOp::Put { key: key(1), value: value(1, 1, 1024) }]).unwrap();
+    model.write(&log, &[BatchOp::Put { key: key(acked), value: value(acked, 0, 1024) }]).unwrap();
+    let err = model
+        .write(&log, &[BatchOp::Put { key: key(acked + 1), value: value(acked, 0, 1024) }])
+        .unwrap_err();
+    assert!(matches!(err, Error::NoSpace { .. }), "{err}");
     let expected = model.snapshot();
-    assert_eq!(expected.len() as u64, acked);
-    let _ = log.close();
+    assert_eq!(expected.len() as u64, acked, "one deleted, one added");
+    log.close().unwrap();
     drop(log);
     // Every acknowledged write is still there after reopening.
     let (_log, model) = open_with_model(storage, options).unwrap();
@@ -173,8 +184,8 @@ fn buffered_and_none_durability_persist_on_sync_and_close() {
         [Durability::Buffered { max_delay: Duration::from_millis(5) }, Durability::None]
     {
         let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-        let options = small_options(Retention::Truncate { segment_bytes: 1 << 20 }, durability);
-        let log = Log::open(storage.clone(), options.clone(), |_| {}).unwrap();
+        let options = small_segments(1 << 20, durability);
+        let log = SegmentLog::open(storage.clone(), options.clone(), |_| {}).unwrap();
         for i in 0..50u64 {
             log.append(LogOp::Put { key: &key(i), value: b"v" }).unwrap();
         }
@@ -191,8 +202,8 @@ fn buffered_and_none_durability_persist_on_sync_and_close() {
 #[test]
 fn oversized_input_is_refused_and_changes_nothing() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    let options = small_options(Retention::Truncate { segment_bytes: 1 << 20 }, Durability::Sync);
-    let log = Log::open(storage.clone(), options.clone(), |_| {}).unwrap();
+    let options = small_segments(1 << 20, Durability::Sync);
+    let log = SegmentLog::open(storage.clone(), options.clone(), |_| {}).unwrap();
     let long_key = vec![1u8; 1025];
     assert!(
         log.append(LogOp::Put { key: &long_key, value: b"" }).unwrap_err().is_invalid_argument()
@@ -211,41 +222,107 @@ fn oversized_input_is_refused_and_changes_nothing() {
 
 #[test]
 fn foreign_or_future_files_are_incompatible() {
-    let options = small_options(Retention::Truncate { segment_bytes: 1 << 20 }, Durability::Sync);
+    let options = small_segments(1 << 20, Durability::Sync);
     // Not a lamina log at all.
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let file = storage.open("wal-0000000000000000.seg", OpenMode::Create).unwrap();
     file.write_all_at(0, &vec![b'x'; 8192]).unwrap();
-    let err = Log::open(storage, options.clone(), |_| {}).unwrap_err();
+    let err = SegmentLog::open(storage, options.clone(), |_| {}).unwrap_err();
     assert!(
         matches!(err, Error::Incompatible { .. }) && err.to_string().contains("not a lamina log")
     );
     // A future format version.
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    Log::open(storage.clone(), options.clone(), |_| {}).unwrap().close().unwrap();
+    SegmentLog::open(storage.clone(), options.clone(), |_| {}).unwrap().close().unwrap();
     let file = storage.open("wal-0000000000000000.seg", OpenMode::Existing).unwrap();
     file.write_all_at(8, &7u32.to_le_bytes()).unwrap();
-    let err = Log::open(storage.clone(), options.clone(), |_| {}).unwrap_err();
+    let err = SegmentLog::open(storage.clone(), options.clone(), |_| {}).unwrap_err();
     assert!(
         matches!(err, Error::Incompatible { .. }) && err.to_string().contains("version 7"),
         "{err}"
     );
     // The wrong retention mode.
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    Log::open(storage.clone(), options.clone(), |_| {}).unwrap().close().unwrap();
-    let cyclic = small_options(small_ring(), Durability::Sync);
-    let err = Log::open(storage, cyclic, |_| {}).unwrap_err();
+    SegmentLog::open(storage.clone(), options.clone(), |_| {}).unwrap().close().unwrap();
+    let err = open_with_model(storage.clone(), small_fixed_ring(Durability::Sync)).unwrap_err();
+    assert!(matches!(err, Error::Incompatible { .. }), "{err}");
+    // And the other way around.
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    open_with_model(storage.clone(), small_fixed_ring(Durability::Sync))
+        .unwrap()
+        .0
+        .close()
+        .unwrap();
+    let err = SegmentLog::open(storage, options, |_| {}).unwrap_err();
     assert!(matches!(err, Error::Incompatible { .. }), "{err}");
 }
 
-fn corrupt_middle_and_tail(retention: Retention, file_name: &str) {
-    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    let options = small_options(retention, Durability::Sync);
-    let log = Log::open(storage.clone(), options.clone(), |_| {}).unwrap();
-    for i in 0..10u64 {
-        log.append(LogOp::Put { key: &key(i), value: &value(i, 0, 100) }).unwrap();
+/// The two logs, behind the calls this test makes.
+#[derive(Debug)]
+enum AnyLog {
+    Ring(RingLog, Arc<Model>),
+    Segments(SegmentLog),
+}
+
+impl AnyLog {
+    fn open(storage: &Arc<dyn Storage>, ring: bool) -> lamina_core::Result<AnyLog> {
+        if ring {
+            let (log, model) =
+                open_with_model(storage.clone(), small_fixed_ring(Durability::Sync))?;
+            Ok(AnyLog::Ring(log, model))
+        } else {
+            let options = small_segments(1 << 20, Durability::Sync);
+            Ok(AnyLog::Segments(SegmentLog::open(storage.clone(), options, |_| {})?))
+        }
     }
-    log.close().unwrap();
+
+    fn records(storage: &Arc<dyn Storage>, ring: bool) -> usize {
+        match AnyLog::open(storage, ring).unwrap() {
+            AnyLog::Ring(log, model) => {
+                log.close().unwrap();
+                model.snapshot().len()
+            }
+            AnyLog::Segments(log) => {
+                log.close().unwrap();
+                collect(storage.clone(), small_segments(1 << 20, Durability::Sync)).len()
+            }
+        }
+    }
+
+    fn put(&self, k: &[u8], v: &[u8]) {
+        match self {
+            AnyLog::Ring(log, model) => {
+                model.write(log, &[BatchOp::Put { key: k.to_vec(), value: v.to_vec() }]).unwrap();
+            }
+            AnyLog::Segments(log) => {
+                log.append(LogOp::Put { key: k, value: v }).unwrap();
+            }
+        }
+    }
+
+    fn close(&self) {
+        match self {
+            AnyLog::Ring(log, _) => log.close().unwrap(),
+            AnyLog::Segments(log) => log.close().unwrap(),
+        }
+    }
+
+    fn crash(&self) {
+        match self {
+            AnyLog::Ring(log, _) => log.abandon(),
+            AnyLog::Segments(log) => log.abandon(),
+        }
+    }
+}
+
+fn corrupt_middle_and_tail(ring: bool, file_name: &str) {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let log = AnyLog::open(&storage, ring).unwrap();
+    for i in 0..10u64 {
+        log.put(&key(i), &value(i, 0, 100));
+    }
+    // A crash (every append was synced; no clean close).
+    log.crash();
     drop(log);
     let file = storage.open(file_name, OpenMode::Existing).unwrap();
     // Chunks are one block each here: block 1 is the first chunk, block 10 the last.
@@ -257,14 +334,14 @@ fn corrupt_middle_and_tail(retention: Retention, file_name: &str) {
     };
     // A torn last chunk: recovery stops before it.
     flip(10);
-    assert_eq!(collect(storage.clone(), options.clone()).len(), 9);
+    assert_eq!(AnyLog::records(&storage, ring), 9);
     // A bad chunk followed by valid ones: corruption, naming the file and offset.
-    let log = Log::open(storage.clone(), options.clone(), |_| {}).unwrap();
-    log.append(LogOp::Put { key: b"again", value: b"1" }).unwrap();
-    log.close().unwrap();
+    let log = AnyLog::open(&storage, ring).unwrap();
+    log.put(b"again", b"1");
+    log.close();
     drop(log);
     flip(4);
-    let err = Log::open(storage, options, |_| {}).unwrap_err();
+    let err = AnyLog::open(&storage, ring).unwrap_err();
     match err {
         Error::Corruption { file, offset, .. } => {
             assert!(file.to_string_lossy().contains(file_name));
@@ -276,21 +353,16 @@ fn corrupt_middle_and_tail(retention: Retention, file_name: &str) {
 
 #[test]
 fn torn_tail_is_dropped_and_bad_middle_chunk_is_corruption() {
-    corrupt_middle_and_tail(
-        Retention::Truncate { segment_bytes: 1 << 20 },
-        "wal-0000000000000000.seg",
-    );
-    corrupt_middle_and_tail(small_ring(), "wal.ring");
+    corrupt_middle_and_tail(false, "wal-0000000000000000.seg");
+    corrupt_middle_and_tail(true, "wal.ring");
 }
 
 #[test]
 fn group_commit_coalesces_concurrent_sync_writers() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    let options = LogOptions {
-        linger_max: Duration::from_millis(5),
-        ..small_options(Retention::Truncate { segment_bytes: 1 << 20 }, Durability::Sync)
-    };
-    let log = Log::open(storage, options, |_| {}).unwrap();
+    let mut options = small_segments(1 << 20, Durability::Sync);
+    options.log.linger_max = Duration::from_millis(5);
+    let log = SegmentLog::open(storage, options, |_| {}).unwrap();
     let per_thread = 50u64;
     std::thread::scope(|s| {
         for t in 0..8u64 {
@@ -312,8 +384,8 @@ fn group_commit_coalesces_concurrent_sync_writers() {
 fn buffered_appends_become_durable_without_a_sync_call() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let durability = Durability::Buffered { max_delay: Duration::from_millis(20) };
-    let options = small_options(Retention::Truncate { segment_bytes: 1 << 20 }, durability);
-    let log = Log::open(storage, options, |_| {}).unwrap();
+    let options = small_segments(1 << 20, durability);
+    let log = SegmentLog::open(storage, options, |_| {}).unwrap();
     let seq = log.append(LogOp::Put { key: b"k", value: b"v" }).unwrap();
     // Returned at once; the background flusher syncs it on its own (no timing asserted).
     let mut polls = 0;
@@ -328,16 +400,16 @@ fn buffered_appends_become_durable_without_a_sync_call() {
 #[test]
 fn log_is_shareable_between_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
-    assert_send_sync::<Log>();
+    assert_send_sync::<RingLog>();
+    assert_send_sync::<SegmentLog>();
 }
 
 #[test]
 fn cyclic_log_with_buffered_durability_laps_and_reopens() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    let retention = small_ring();
-    let Retention::Cyclic { capacity_bytes } = retention else { unreachable!() };
+    let capacity_bytes = small_segment_bytes();
     let durability = Durability::Buffered { max_delay: Duration::from_millis(2) };
-    let options = small_options(retention, durability);
+    let options = small_fixed_ring(durability);
     let (log, model) = open_with_model(storage.clone(), options.clone()).unwrap();
     std::thread::scope(|s| {
         for t in 0..3u64 {
@@ -370,8 +442,12 @@ fn first_lap_zero_fills_the_sparse_ring_ahead_of_the_writer() {
     const ZERO_AHEAD_BYTES: u64 = 256 << 10;
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let capacity_bytes = 1 << 20;
-    let options = small_options(Retention::Cyclic { capacity_bytes }, Durability::Sync);
-    let (log, model) = open_with_model(storage.clone(), options).unwrap();
+    let options = RingLogOptions {
+        segment_bytes: Some(capacity_bytes),
+        disk_budget_bytes: Some(4096 + capacity_bytes),
+        ..small_fixed_ring(Durability::Sync)
+    };
+    let (log, model) = open_with_model(storage.clone(), options.clone()).unwrap();
     // Bytes written that are not chunks: the file header, then the zeros.
     let not_chunks = || storage.io_stats().bytes_written - log.stats().bytes_written;
     let created = not_chunks();
@@ -396,7 +472,6 @@ fn first_lap_zero_fills_the_sparse_ring_ahead_of_the_writer() {
     assert_eq!(not_chunks(), after_lap, "no zeros after the first lap");
     let expected = model.snapshot();
     log.close().unwrap();
-    let options = small_options(Retention::Cyclic { capacity_bytes }, Durability::Sync);
     let (_log, model) = open_with_model(storage, options).unwrap();
     assert_eq!(model.snapshot(), expected);
 }
@@ -406,8 +481,8 @@ fn first_lap_zero_fills_the_sparse_ring_ahead_of_the_writer() {
 #[test]
 fn a_lone_sync_writer_sleeps_instead_of_yielding() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    let options = small_options(small_ring(), Durability::Sync);
-    assert!(!options.sync_wait_yield_max.is_zero(), "yielding is on by default");
+    let options = small_fixed_ring(Durability::Sync);
+    assert!(!options.log.sync_wait_yield_max.is_zero(), "yielding is on by default");
     let (log, model) = open_with_model(storage, options).unwrap();
     for i in 0..50u64 {
         model.write(&log, &[BatchOp::Put { key: key(i % 7), value: value(0, i, 40) }]).unwrap();

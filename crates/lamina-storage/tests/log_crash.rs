@@ -12,9 +12,12 @@ use std::sync::Arc;
 
 use lamina_core::{BatchOp, Durability, Error, Result};
 use lamina_storage::crash_points::for_each_crash_point;
-use lamina_storage::log::{Log, LogOptions, Retention, SeqNo};
+use lamina_storage::log::SeqNo;
 use lamina_storage::{FaultPlan, Storage};
-use log_support::{Model, key, open_with_model, record_ops, small_options, small_ring, value};
+use log_support::{
+    AnyLog, AnyOptions, Model, key, record_ops, small_fixed_ring, small_log, small_segment_bytes,
+    small_segments, value,
+};
 use parking_lot::Mutex;
 
 /// Writes acknowledged (with their sequence numbers), and the writes in flight when the
@@ -43,7 +46,7 @@ fn script(thread: u64, i: u64, keys: u64) -> Vec<BatchOp> {
 
 fn workload(
     storage: &Arc<dyn Storage>,
-    options: &LogOptions,
+    options: &AnyOptions,
     acked: &Acked,
     threads: u64,
     per_thread: u64,
@@ -51,7 +54,7 @@ fn workload(
 ) -> Result<()> {
     let completed = acked.lock().completed;
     *acked.lock() = History { completed, ..History::default() };
-    let (log, model) = open_with_model(storage.clone(), options.clone())?;
+    let (log, model) = AnyLog::open_with_model(storage.clone(), options)?;
     let first_error: Mutex<Option<Error>> = Mutex::new(None);
     std::thread::scope(|s| {
         for t in 0..threads {
@@ -59,7 +62,7 @@ fn workload(
             s.spawn(move || {
                 for i in 0..per_thread {
                     let ops = script(t, i, keys);
-                    match model.write(log, &ops) {
+                    match log.write(model, &ops) {
                         Ok(seq) => acked.lock().acked.push((seq, ops)),
                         Err(err) => {
                             acked.lock().in_flight.push(ops);
@@ -97,7 +100,7 @@ fn apply_in_order(mut records: Vec<(SeqNo, Vec<BatchOp>)>) -> BTreeMap<Vec<u8>, 
 
 fn check(
     storage: &Arc<dyn Storage>,
-    options: &LogOptions,
+    options: &AnyOptions,
     history: &Acked,
     crash_op: u64,
     contiguous: bool,
@@ -107,11 +110,9 @@ fn check(
     let acked_max = acked.keys().max().copied().unwrap_or(0);
     let model = Arc::new(Model::default());
     let mut recovered = Vec::new();
-    let log = Log::open(storage.clone(), options.clone(), |record| {
-        model.apply_record(&record);
+    let log = AnyLog::open(storage.clone(), options, &model, |record| {
         recovered.push((record.seq, record_ops(&record.op)));
     })?;
-    log.set_live_records(model.clone());
     // Records recovered beyond the acknowledged ones: whole writes that were in flight (a
     // chunk that reached the medium before its sync), all after every acknowledged write.
     let mut in_flight = Vec::new();
@@ -141,11 +142,11 @@ fn check(
     let mut expected = apply_in_order(expected_records);
     assert_eq!(model.snapshot(), expected, "after a crash at operation {crash_op}");
     // The recovered log is writable and reopens with the new write.
-    model.write(&log, &[BatchOp::Put { key: b"after".to_vec(), value: b"crash".to_vec() }])?;
+    log.write(&model, &[BatchOp::Put { key: b"after".to_vec(), value: b"crash".to_vec() }])?;
     expected.insert(b"after".to_vec(), b"crash".to_vec());
     log.close()?;
     drop(log);
-    let (log, model) = open_with_model(storage.clone(), options.clone())?;
+    let (log, model) = AnyLog::open_with_model(storage.clone(), options)?;
     assert_eq!(model.snapshot(), expected, "second reopen after a crash at operation {crash_op}");
     log.close()
 }
@@ -156,7 +157,7 @@ fn seed(default: u64) -> u64 {
 }
 
 fn crash_everywhere(
-    options: &LogOptions,
+    options: &AnyOptions,
     (threads, per_thread, keys): (u64, u64, u64),
     (seed, unsynced_survival_percent): (u64, u8),
     contiguous: bool,
@@ -180,8 +181,8 @@ fn crash_everywhere(
 fn truncate_log_survives_a_crash_at_every_operation() {
     // Segments of one maximal chunk: the workload rolls to new segment files often, so
     // crashes strike file creation, renames and directory syncs too.
-    let mut options = small_options(Retention::Truncate { segment_bytes: 0 }, Durability::Sync);
-    options.retention = Retention::Truncate { segment_bytes: options.chunk_bytes_max() };
+    let segment_bytes = small_log(Durability::Sync).chunk_bytes_max();
+    let options = AnyOptions::Segments(small_segments(segment_bytes, Durability::Sync));
     crash_everywhere(&options, (4, 25, 12), (seed(1), 30), true);
 }
 
@@ -189,19 +190,19 @@ fn truncate_log_survives_a_crash_at_every_operation() {
 fn cyclic_log_survives_a_crash_at_every_operation() {
     // The smallest ring: the workload laps it several times, so crashes strike garbage
     // collection reads and overwrites of collected regions.
-    let options = small_options(small_ring(), Durability::Sync);
+    let options = AnyOptions::Ring(small_fixed_ring(Durability::Sync));
     let (bytes, collected) = crash_everywhere(&options, (3, 200, 16), (seed(2), 50), false);
-    let Retention::Cyclic { capacity_bytes } = options.retention else { unreachable!() };
+    let capacity_bytes = small_segment_bytes();
     assert!(bytes > capacity_bytes * 3 / 2 && collected > 100, "the workload must lap the ring");
 }
 
-/// An I/O error (EIO or ENOSPC) at any operation fails the writers waiting on it, in every
-/// generation, with a clear error; the log refuses further writes; reopening finds every
-/// acknowledged write.
+/// An I/O error (EIO or ENOSPC) at any operation fails the writers waiting on it with a
+/// clear error (EIO: every waiter of every generation, and the log refuses further writes);
+/// reopening finds every acknowledged write.
 #[test]
 fn io_errors_fail_every_waiter_and_lose_nothing_acknowledged() {
     use lamina_storage::{FailKind, FaultyStorage};
-    let options = small_options(small_ring(), Durability::Sync);
+    let options = AnyOptions::Ring(small_fixed_ring(Durability::Sync));
     for (op, kind) in (1..=60u64).flat_map(|op| [(op, FailKind::Eio), (op, FailKind::NoSpace)]) {
         let faulty = FaultyStorage::in_memory(FaultPlan::none().fail_at(op, kind, false));
         let storage: Arc<dyn Storage> = Arc::new(faulty.clone());
@@ -216,7 +217,7 @@ fn io_errors_fail_every_waiter_and_lose_nothing_acknowledged() {
         let expected = apply_in_order(acked.lock().acked.clone());
         // Power off (keeping only what was synced) and reopen without faults.
         let storage: Arc<dyn Storage> = Arc::new(faulty.reopen_after_crash().unwrap());
-        let (log, model) = open_with_model(storage, options.clone()).unwrap();
+        let (log, model) = AnyLog::open_with_model(storage, &options).unwrap();
         let recovered = model.snapshot();
         // Everything acknowledged is there (a failed flush may still have reached the medium).
         for (k, v) in &expected {
@@ -234,15 +235,14 @@ fn io_errors_fail_every_waiter_and_lose_nothing_acknowledged() {
 /// of a suffix: the recovered state is the history applied up to some sequence number.
 fn check_prefix(
     storage: &Arc<dyn Storage>,
-    options: &LogOptions,
+    options: &AnyOptions,
     history: &Acked,
     crash_op: u64,
 ) -> Result<()> {
     let history = history.lock();
     let model = Arc::new(Model::default());
     let mut max_seq = 0;
-    let log = Log::open(storage.clone(), options.clone(), |record| {
-        model.apply_record(&record);
+    let log = AnyLog::open(storage.clone(), options, &model, |record| {
         max_seq = max_seq.max(record.seq);
     })?;
     let prefix: Vec<_> = history.acked.iter().filter(|(seq, _)| *seq <= max_seq).cloned().collect();
@@ -257,7 +257,7 @@ fn check_prefix(
 #[test]
 fn buffered_cyclic_log_recovers_a_prefix_after_a_crash_at_every_operation() {
     let durability = Durability::Buffered { max_delay: std::time::Duration::from_millis(1) };
-    let options = small_options(small_ring(), durability);
+    let options = AnyOptions::Ring(small_fixed_ring(durability));
     let acked: Acked = Arc::default();
     let plan = FaultPlan::none().with_seed(seed(3)).unsynced_survival(50);
     let runs = for_each_crash_point(
@@ -269,7 +269,7 @@ fn buffered_cyclic_log_recovers_a_prefix_after_a_crash_at_every_operation() {
     .unwrap_or_else(|failure| panic!("{failure}"));
     assert!(runs.crash_points > 20, "{runs:?}");
     let (bytes, collected) = acked.lock().completed.expect("the last run completes");
-    let Retention::Cyclic { capacity_bytes } = options.retention else { unreachable!() };
+    let capacity_bytes = small_segment_bytes();
     assert!(
         bytes > capacity_bytes * 3 / 2 && collected > 20,
         "must lap the ring: {bytes} {collected}"
@@ -279,8 +279,8 @@ fn buffered_cyclic_log_recovers_a_prefix_after_a_crash_at_every_operation() {
 #[test]
 fn buffered_truncate_log_recovers_a_prefix_after_a_crash_at_every_operation() {
     let durability = Durability::Buffered { max_delay: std::time::Duration::from_millis(1) };
-    let mut options = small_options(Retention::Truncate { segment_bytes: 0 }, durability);
-    options.retention = Retention::Truncate { segment_bytes: options.chunk_bytes_max() };
+    let segment_bytes = small_log(durability).chunk_bytes_max();
+    let options = AnyOptions::Segments(small_segments(segment_bytes, durability));
     let acked: Acked = Arc::default();
     let plan = FaultPlan::none().with_seed(seed(4)).unsynced_survival(50);
     let runs = for_each_crash_point(

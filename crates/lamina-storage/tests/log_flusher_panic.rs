@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use lamina_core::{BatchOp, Durability, Error};
-use lamina_storage::log::{LiveRecords, SeqNo};
+use lamina_storage::log::{LiveRecords, RingLog, SeqNo};
 use lamina_storage::{MemoryStorage, Storage};
-use log_support::{Model, open_with_model, small_options, small_ring, value};
+use log_support::{Model, small_fixed_ring, value};
 
 /// The model's answers, until `armed`: then the first question panics.
 struct PanickingOracle {
@@ -24,15 +24,19 @@ impl LiveRecords for PanickingOracle {
         assert!(!self.armed.load(Ordering::Relaxed), "oracle panics on purpose");
         self.model.is_current(key, seq)
     }
+
+    fn live_bytes(&self) -> u64 {
+        self.model.live_bytes()
+    }
 }
 
 #[test]
 fn a_panicking_flusher_fails_every_writer_instead_of_hanging_them() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    let (log, model) =
-        open_with_model(storage, small_options(small_ring(), Durability::Sync)).unwrap();
+    let model = Arc::new(Model::default());
     let oracle = Arc::new(PanickingOracle { model: model.clone(), armed: AtomicBool::new(false) });
-    log.set_live_records(oracle.clone());
+    let log =
+        RingLog::open(storage, small_fixed_ring(Durability::Sync), oracle.clone(), |_| {}).unwrap();
     let put = |t: u64, i: u64| {
         [BatchOp::Put { key: format!("k{}", i % 8).into_bytes(), value: value(t, i, 3000) }]
     };

@@ -8,16 +8,15 @@ mod log_support;
 use std::sync::Arc;
 
 use lamina_core::{BatchOp, Durability, Error};
-use lamina_storage::log::Retention;
 use lamina_storage::{FaultPlan, FaultyStorage, Storage};
-use log_support::{open_with_model, small_options, small_ring, value};
+use log_support::{open_with_model, small_fixed_ring, small_segment_bytes, value};
 
 #[test]
 fn corruption_found_by_collection_is_reported_as_corruption() {
     let faulty = FaultyStorage::in_memory(FaultPlan::none());
     let storage: Arc<dyn Storage> = Arc::new(faulty.clone());
-    let options = small_options(small_ring(), Durability::Sync);
-    let Retention::Cyclic { capacity_bytes } = options.retention else { unreachable!() };
+    let options = small_fixed_ring(Durability::Sync);
+    let capacity_bytes = small_segment_bytes();
     let (log, model) = open_with_model(storage, options).unwrap();
     let put = |i: u64| {
         [BatchOp::Put { key: format!("k{}", i % 8).into_bytes(), value: value(i, 0, 3000) }]

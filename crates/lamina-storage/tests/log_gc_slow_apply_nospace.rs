@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use lamina_core::{BatchOp, Durability};
 use lamina_storage::{MemoryStorage, Storage};
-use log_support::{Model, open_with, small_options, small_ring, value};
+use log_support::{Model, open_with, small_fixed_ring, value};
 
 #[test]
 fn a_slow_apply_does_not_kill_a_ring_with_room() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    let options = small_options(small_ring(), Durability::Sync);
+    let options = small_fixed_ring(Durability::Sync);
     let slow_key = b"slow".to_vec();
     let model = Model {
         slow_apply: Some((slow_key.clone(), Duration::from_millis(2500))),

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use lamina_core::{BatchOp, Durability};
 use lamina_storage::{MemoryStorage, Storage};
-use log_support::{Model, open_with, recovered_now, small_options, small_ring, value};
+use log_support::{Model, open_with, recovered_now, small_fixed_ring, value};
 
 /// Keys written once and never overwritten until they are all deleted.
 const COLD_KEYS: u64 = 400;
@@ -28,7 +28,7 @@ fn hot(i: u64) -> Vec<u8> {
 #[test]
 fn collection_never_carries_a_put_past_a_durable_delete_still_being_applied() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    let options = small_options(small_ring(), Durability::Sync);
+    let options = small_fixed_ring(Durability::Sync);
     // The delete below is applied 20 ms after it is durable: the collection that follows its
     // chunk's sync certainly runs in between.
     let model =
@@ -72,7 +72,7 @@ fn collection_never_carries_a_put_past_a_durable_delete_still_being_applied() {
 #[test]
 fn collection_stops_before_a_durable_write_still_being_applied() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-    let options = small_options(small_ring(), Durability::Sync);
+    let options = small_fixed_ring(Durability::Sync);
     let slow_key = b"slow".to_vec();
     let model = Model {
         slow_apply: Some((slow_key.clone(), Duration::from_millis(300))),

@@ -3,7 +3,7 @@
 
 use crossbeam_epoch as epoch;
 use lamina_core::{BatchOp, CasOutcome, Result};
-use lamina_storage::log::{LiveRecords, Log, LogOp, Record, RecordOp, SeqNo};
+use lamina_storage::log::{LiveRecords, LogOp, Record, RecordOp, RingLog, SeqNo, put_record_bytes};
 
 use crate::content::{Content, ContentBox};
 use crate::tree::{Applied, Change, TreeCounters, Trie};
@@ -38,7 +38,7 @@ pub(crate) enum Commit<'a> {
     Volatile,
     /// Appended to the log; applied inside the log's apply hook once durable, so the log's
     /// garbage collection never sees a record the tree does not reflect yet (section 3).
-    Logged(&'a Log),
+    Logged(&'a RingLog),
     /// Already logged under this sequence number (a batch's operations, or replay).
     Known(SeqNo),
 }
@@ -57,11 +57,16 @@ impl Commit<'_> {
         assert_eq!(applied.key, key, "the record logged is the write applied");
         assert_eq!(applied.deleted, matches!(op, LogOp::Delete { .. }));
         match self {
-            Commit::Volatile => publish(0),
+            Commit::Volatile => {
+                tree.admit_memory(applied.memory_growth)?;
+                publish(0);
+            }
             Commit::Logged(log) => {
-                let (seq, ()) = log.append_with(op, &mut *publish)?;
+                tree.admit_memory(applied.memory_growth)?;
+                let (seq, ()) = log.append_with(op, applied.log_delta, &mut *publish)?;
                 tree.advance_seq(seq);
             }
+            // Replayed or part of a batch already admitted: never refused.
             Commit::Known(seq) => {
                 publish(seq);
                 tree.advance_seq(seq);
@@ -72,12 +77,13 @@ impl Commit<'_> {
 }
 
 impl AnyTrie {
-    pub(crate) fn new(prefix_bits: u32) -> AnyTrie {
+    pub(crate) fn new(prefix_bits: u32, memory_limit_bytes: Option<u64>) -> AnyTrie {
+        let limit = memory_limit_bytes;
         match prefix_bits {
-            1 => AnyTrie::Fanout2(Trie::new()),
-            2 => AnyTrie::Fanout4(Trie::new()),
-            4 => AnyTrie::Fanout16(Trie::new()),
-            8 => AnyTrie::Fanout256(Trie::new()),
+            1 => AnyTrie::Fanout2(Trie::new(limit)),
+            2 => AnyTrie::Fanout4(Trie::new(limit)),
+            4 => AnyTrie::Fanout16(Trie::new(limit)),
+            8 => AnyTrie::Fanout256(Trie::new(limit)),
             other => panic!("prefix_bits {other} passed validation"),
         }
     }
@@ -110,6 +116,41 @@ impl AnyTrie {
         with_trie!(self, t => compare_and_swap(t, key, expected, new, commit))
     }
 
+    /// What a batch adds to the live log bytes and to memory (estimated from the content
+    /// node sizes), applied on the tree as it is now: the caller holds the engine's writer
+    /// lock exclusively, so no other write changes the keys meanwhile.
+    pub(crate) fn batch_growth(&self, batch: &lamina_core::WriteBatch) -> (i64, u64) {
+        let mut last = std::collections::BTreeMap::<&[u8], Option<&[u8]>>::new();
+        for op in batch.ops() {
+            let value = match op {
+                BatchOp::Put { value, .. } => Some(value.as_slice()),
+                BatchOp::Delete { .. } => None,
+            };
+            last.insert(op.key(), value);
+        }
+        let (mut log_delta, mut memory_growth) = (0i64, 0u64);
+        with_trie!(self, t => {
+            let guard = epoch::pin();
+            for (key, value) in last {
+                let old = t.get(key, &guard);
+                let old_log = old.map_or(0, |c| put_record_bytes(key.len(), c.value().len()));
+                let new_log = value.map_or(0, |v| put_record_bytes(key.len(), v.len()));
+                log_delta += new_log as i64 - old_log as i64;
+                if let Some(value) = value {
+                    let new_memory = ContentBox::memory_bytes_of(key.len(), value.len());
+                    memory_growth +=
+                        new_memory.saturating_sub(old.map_or(0, Content::memory_bytes));
+                }
+            }
+        });
+        (log_delta, memory_growth)
+    }
+
+    /// Admits (or refuses, past the memory limit) a write that adds `growth` bytes.
+    pub(crate) fn admit_memory(&self, growth: u64) -> Result<()> {
+        with_trie!(self, t => t.admit_memory(growth))
+    }
+
     /// Applies one operation of a batch or of a replayed record.
     pub(crate) fn apply_op(&self, op: &BatchOp, commit: Commit<'_>) -> Result<()> {
         match op {
@@ -140,6 +181,10 @@ impl LiveRecords for AnyTrie {
             let guard = epoch::pin();
             t.get(key, &guard).is_some_and(|c| c.seq() == seq)
         })
+    }
+
+    fn live_bytes(&self) -> u64 {
+        with_trie!(self, t => t.live_log_bytes())
     }
 }
 

@@ -82,6 +82,16 @@ impl ContentBox {
         ContentBox { ptr }
     }
 
+    /// Bytes of memory a node of a `key_len`-byte key and a `value_len`-byte value takes, as
+    /// [`Content::memory_bytes`] counts it (whether the slab serves it, or the C allocator).
+    pub(crate) fn memory_bytes_of(key_len: usize, value_len: usize) -> u64 {
+        let size = HEADER_BYTES + key_len + value_len;
+        match slab::class_of(size) {
+            Some(class) => slab::class_bytes(class) as u64,
+            None => (size + ALLOCATOR_OVERHEAD_BYTES) as u64,
+        }
+    }
+
     /// Sets the sequence number; the node is not published yet, so nobody else reads it.
     pub(crate) fn set_seq(&mut self, seq: u64) {
         // SAFETY: we own the node exclusively (`&mut self`, not yet published).

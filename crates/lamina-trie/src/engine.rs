@@ -24,7 +24,7 @@ use crossbeam_epoch as epoch;
 use lamina_core::limits::{check_cas, check_key, check_scan_limit, check_value};
 use lamina_core::{CasOutcome, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch};
 use lamina_storage::Storage;
-use lamina_storage::log::{LiveRecords, Log, LogOp};
+use lamina_storage::log::{LiveRecords, LogOp, RingLog};
 
 use crate::any_trie::{AnyTrie, Commit, with_trie};
 use crate::counter::StripedCounter;
@@ -35,7 +35,7 @@ use crate::sync::{AtomicBool, Ordering, RwLock};
 /// The durable part: the log.
 #[derive(Debug)]
 struct Durable {
-    log: Log,
+    log: RingLog,
 }
 
 /// The `trie` engine.
@@ -55,18 +55,20 @@ impl TrieEngine {
     /// An in-memory engine that keeps nothing after `close`.
     pub fn volatile(options: TrieOptions) -> Result<Self> {
         options.validate()?;
-        Ok(TrieEngine::with_tree(Arc::new(AnyTrie::new(options.prefix_bits)), options, None))
+        let tree = AnyTrie::new(options.prefix_bits, options.memory_limit_bytes);
+        Ok(TrieEngine::with_tree(Arc::new(tree), options, None))
     }
 
     /// Opens (or creates) a durable engine whose log ring lives in `storage`, rebuilding the
     /// tree from the log (paper section 3: "the storage system must be capable of
-    /// rebuilding the in-memory index"). The ring's size is fixed when it is created
-    /// (`options.disk_budget_bytes`, default 3x `live_bytes_estimate`).
+    /// rebuilding the in-memory index"). The ring grows with the live data, up to
+    /// `options.disk_budget_bytes` if set.
     pub fn open(storage: Arc<dyn Storage>, options: TrieOptions) -> Result<Self> {
         options.validate_durable()?;
-        let tree = Arc::new(AnyTrie::new(options.prefix_bits));
+        let tree = Arc::new(AnyTrie::new(options.prefix_bits, options.memory_limit_bytes));
         let mut replay_error = None;
-        let log = Log::open(storage, options.log_options(), |record| {
+        let oracle = Arc::clone(&tree) as Arc<dyn LiveRecords>;
+        let log = RingLog::open(storage, options.log_options(), oracle, |record| {
             if replay_error.is_none() {
                 replay_error = tree.replay(&record).err();
             }
@@ -75,7 +77,6 @@ impl TrieEngine {
             log.abandon();
             return Err(err);
         }
-        log.set_live_records(Arc::clone(&tree) as Arc<dyn LiveRecords>);
         let durable = Durable { log };
         Ok(TrieEngine::with_tree(tree, options, Some(durable)))
     }
@@ -200,18 +201,23 @@ impl OrderedIndex for TrieEngine {
         batch.validate()?;
         self.check_open()?;
         let _exclusive = self.writers.write().unwrap_or_else(PoisonError::into_inner);
+        // Exclusive: no other write changes the batch's keys until it is applied.
+        let (log_delta, memory_growth) = self.tree.batch_growth(batch);
+        self.tree.admit_memory(memory_growth)?;
         match &self.durable {
             None => self.gate.write(|| {
-                batch.ops().iter().try_for_each(|op| self.tree.apply_op(op, Commit::Volatile))
+                let commit = Commit::Known(0);
+                batch.ops().iter().try_for_each(|op| self.tree.apply_op(op, commit))
             })?,
             Some(durable) => {
-                let (_, applied) = durable.log.append_with(LogOp::Batch(batch), |seq| {
-                    self.tree.advance_seq(seq);
-                    self.gate.write(|| {
-                        let commit = Commit::Known(seq);
-                        batch.ops().iter().try_for_each(|op| self.tree.apply_op(op, commit))
-                    })
-                })?;
+                let (_, applied) =
+                    durable.log.append_with(LogOp::Batch(batch), log_delta, |seq| {
+                        self.tree.advance_seq(seq);
+                        self.gate.write(|| {
+                            let commit = Commit::Known(seq);
+                            batch.ops().iter().try_for_each(|op| self.tree.apply_op(op, commit))
+                        })
+                    })?;
                 applied?;
             }
         }
@@ -237,6 +243,7 @@ impl OrderedIndex for TrieEngine {
             ("inner_nodes", counters.inner_nodes),
             ("seq_last", counters.seq_last),
             ("prefix_bits", u64::from(self.options.prefix_bits)),
+            ("retired_bytes", counters.retired_bytes),
             // The content-block allocator is process-wide (crate::slab): its chunks, and the
             // part of them not in a live block (included in `memory_bytes`).
             ("content_chunks_bytes", crate::pool::chunks_bytes() as u64),
@@ -251,9 +258,14 @@ impl OrderedIndex for TrieEngine {
                 ("log_gc_records_copied", log.gc_records_copied),
                 ("log_gc_records_dropped", log.gc_records_dropped),
                 ("log_disk_bytes", log.disk_bytes),
+                ("log_live_bytes", log.live_bytes),
+                ("log_ring_bytes", log.ring_bytes),
+                ("log_ring_segments", log.ring_segments),
+                ("log_file_bytes_allocated", log.file_bytes_allocated),
+                ("log_flushes_without_space", log.flushes_without_space),
                 ("log_sync_waits_yielded", log.sync_waits_yielded),
                 ("log_sync_waits_parked", log.sync_waits_parked),
-                ("disk_budget_bytes", self.options.disk_budget_effective()),
+                ("disk_budget_bytes", self.options.disk_budget_bytes.unwrap_or(0)),
             ]);
         }
         stats

@@ -10,7 +10,9 @@
 //! - `slab`: content blocks of >= 1 KiB in size classes, carved from 2 MiB huge-page chunks
 //!   (section 2's memory manager, in full for large values).
 //! - `pool`: the slab's per-thread free lists and spans (its fast path).
-//! - `node`: inner nodes, tagged slot pointers, epoch reclamation (section 2).
+//! - `node`: inner nodes, tagged slot pointers, epoch reclamation (section 2); `retired`:
+//!   the bytes of nodes awaiting it.
+//! - `memory`: the memory limit (a cheap check per growing write, an exact one near it).
 //! - `lock`: the 4-byte per-node spinlock (section 2).
 //! - `tree`: lookups, single-lock writes with re-validation, dynamic expansion (section 2).
 //! - `scan`: ordered iteration (the contest API's iterate).
@@ -28,15 +30,15 @@ pub mod fragment;
 mod gate;
 mod huge;
 mod lock;
+mod memory;
 mod node;
 mod options;
 mod pool;
+mod retired;
 mod scan;
 mod slab;
 mod sync;
 mod tree;
 
 pub use engine::TrieEngine;
-pub use options::{
-    DISK_BUDGET_FACTOR_DEFAULT, LIVE_BYTES_ESTIMATE_DEFAULT, LOG_FILE_PREFIX, TrieOptions,
-};
+pub use options::{LOG_FILE_PREFIX, MEMORY_LIMIT_BYTES_MIN, TrieOptions};

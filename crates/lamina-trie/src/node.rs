@@ -214,6 +214,10 @@ fn decode<'a, const FANOUT: usize>(word: usize) -> Node<'a, FANOUT> {
 /// `content` came from [`Slot::publish_content`] or [`Slot::clear`] (so it was swapped out
 /// of the tree by the caller, under the slot's node lock), and is retired only once.
 pub(crate) unsafe fn retire_content(content: *mut Header, guard: &Guard) {
+    // SAFETY: the caller just swapped the node out; it stays allocated and unchanged until
+    // the deferred free below runs.
+    let bytes = unsafe { Content::from_ptr(content) }.memory_bytes();
+    crate::retired::retired(bytes);
     let content = SendPtr(content);
     // SAFETY: the node is unreachable for threads pinned from now on, and the epoch scheme
     // runs the closure only after every thread pinned before this call has unpinned. The
@@ -222,6 +226,7 @@ pub(crate) unsafe fn retire_content(content: *mut Header, guard: &Guard) {
         guard.defer_unchecked(move || {
             let content = content;
             drop(ContentBox::from_raw(content.0));
+            crate::retired::freed(bytes);
         });
     }
 }

@@ -2,18 +2,15 @@
 
 use std::time::Duration;
 
-use lamina_core::{Durability, Error, Result};
-use lamina_storage::log::{LogOptions, Retention};
+use lamina_core::{Durability, Error, MEMORY_LIMIT_OPTION, OpenIntent, Result};
+use lamina_storage::log::{LogOptions, RingLogOptions};
 
 use crate::fragment::PREFIX_BITS_ALLOWED;
 
-/// Default estimate of the live data (keys and values) a durable engine will hold.
-pub const LIVE_BYTES_ESTIMATE_DEFAULT: u64 = 64 << 20;
-/// The default disk budget is this many times the live data estimate (the contest granted
-/// "three times the space of the total database size").
-pub const DISK_BUDGET_FACTOR_DEFAULT: u64 = 3;
 /// File name prefix of the trie's log ring in its storage (`trie.ring`).
 pub const LOG_FILE_PREFIX: &str = "trie";
+/// Smallest memory limit accepted (1 MiB).
+pub const MEMORY_LIMIT_BYTES_MIN: u64 = 1 << 20;
 
 /// How to build a [`crate::TrieEngine`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,16 +21,24 @@ pub struct TrieOptions {
     pub prefix_bits: u32,
     /// Durable engines: when a write returns (default `Sync`: after its log chunk is synced).
     pub durability: Durability,
-    /// Durable engines: the fixed size of the cyclic log, in bytes (rounded up to 4 KiB),
-    /// fixed when the log is created. `None`: [`DISK_BUDGET_FACTOR_DEFAULT`] times
-    /// `live_bytes_estimate`. When live data no longer fits, writes fail with `NoSpace`.
+    /// Durable engines: the most disk the log ring may take; `None` (the default): no cap,
+    /// the ring grows with the live data (`lamina_storage::log::RingLog`). May change
+    /// between opens. At the budget, writes that add data fail with `Error::NoSpace` naming
+    /// the option; deletes and overwrites that do not grow the data are accepted.
     pub disk_budget_bytes: Option<u64>,
-    /// Durable engines: the expected size of the live data, for the default disk budget.
-    pub live_bytes_estimate: u64,
+    /// The most memory the tree may take (`Stats::memory_bytes`); `None` (the default): no
+    /// limit. Writes that would take it further fail with `Error::NoSpace` naming the
+    /// option; deletes and writes that do not grow the data are accepted.
+    pub memory_limit_bytes: Option<u64>,
     /// Durable engines: bytes of the log's write buffer (the group-commit batch).
     pub log_buffer_bytes: usize,
     /// Durable engines: the longest a `Sync` write waits for others to join its flush.
     pub log_linger_max: Duration,
+    /// Durable engines: the segment size of a new log ring; `None`: the log's default.
+    pub log_segment_bytes: Option<u64>,
+    /// Durable engines: whether the database must already exist (a missing or truncated
+    /// ring is then `Error::Corruption`, never an empty tree).
+    pub intent: OpenIntent,
 }
 
 impl Default for TrieOptions {
@@ -43,9 +48,11 @@ impl Default for TrieOptions {
             prefix_bits: 4,
             durability: Durability::Sync,
             disk_budget_bytes: None,
-            live_bytes_estimate: LIVE_BYTES_ESTIMATE_DEFAULT,
+            memory_limit_bytes: None,
             log_buffer_bytes: log.buffer_bytes,
             log_linger_max: log.linger_max,
+            log_segment_bytes: None,
+            intent: OpenIntent::CreateIfMissing,
         }
     }
 }
@@ -63,15 +70,15 @@ impl TrieOptions {
         self
     }
 
-    /// Sets the disk budget (the log ring's size) of a durable engine.
+    /// Sets the disk budget of a durable engine (its log ring's most bytes).
     pub fn disk_budget_bytes(mut self, bytes: u64) -> Self {
         self.disk_budget_bytes = Some(bytes);
         self
     }
 
-    /// Sets the live data estimate the default disk budget derives from.
-    pub fn live_bytes_estimate(mut self, bytes: u64) -> Self {
-        self.live_bytes_estimate = bytes;
+    /// Sets the memory limit.
+    pub fn memory_limit_bytes(mut self, bytes: u64) -> Self {
+        self.memory_limit_bytes = Some(bytes);
         self
     }
 
@@ -81,24 +88,31 @@ impl TrieOptions {
         self
     }
 
-    /// The disk budget in force: the option, or the default multiple of the estimate,
-    /// rounded up to whole 4 KiB blocks.
-    pub fn disk_budget_effective(&self) -> u64 {
-        let budget = self
-            .disk_budget_bytes
-            .unwrap_or_else(|| self.live_bytes_estimate.saturating_mul(DISK_BUDGET_FACTOR_DEFAULT));
-        budget.div_ceil(4096).saturating_mul(4096)
+    /// Sets the segment size of a new log ring.
+    pub fn log_segment_bytes(mut self, bytes: u64) -> Self {
+        self.log_segment_bytes = Some(bytes);
+        self
     }
 
-    /// The options of the engine's cyclic log.
-    pub fn log_options(&self) -> LogOptions {
-        LogOptions {
-            retention: Retention::Cyclic { capacity_bytes: self.disk_budget_effective() },
-            durability: self.durability,
-            buffer_bytes: self.log_buffer_bytes,
-            linger_max: self.log_linger_max,
-            file_prefix: LOG_FILE_PREFIX.to_string(),
-            ..LogOptions::default()
+    /// Sets whether the database must already exist.
+    pub fn intent(mut self, intent: OpenIntent) -> Self {
+        self.intent = intent;
+        self
+    }
+
+    /// The options of the engine's log ring.
+    pub fn log_options(&self) -> RingLogOptions {
+        RingLogOptions {
+            log: LogOptions {
+                durability: self.durability,
+                buffer_bytes: self.log_buffer_bytes,
+                linger_max: self.log_linger_max,
+                file_prefix: LOG_FILE_PREFIX.to_string(),
+                ..LogOptions::default()
+            },
+            segment_bytes: self.log_segment_bytes,
+            disk_budget_bytes: self.disk_budget_bytes,
+            intent: self.intent,
         }
     }
 
@@ -110,15 +124,22 @@ impl TrieOptions {
                 format!("{} is not one of {PREFIX_BITS_ALLOWED:?}", self.prefix_bits),
             ));
         }
+        if let Some(limit) = self.memory_limit_bytes
+            && limit < MEMORY_LIMIT_BYTES_MIN
+        {
+            return Err(Error::option(
+                "memory_limit_bytes",
+                format!(
+                    "{limit} is below {MEMORY_LIMIT_BYTES_MIN}; set {MEMORY_LIMIT_OPTION} higher"
+                ),
+            ));
+        }
         Ok(())
     }
 
     /// Checks the options of a durable engine (the tree's and the log's).
     pub fn validate_durable(&self) -> Result<()> {
         self.validate()?;
-        if self.disk_budget_bytes.is_none() && self.live_bytes_estimate == 0 {
-            return Err(Error::option("live_bytes_estimate", "must be positive"));
-        }
         self.log_options().validate()
     }
 }
@@ -128,11 +149,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_budget_is_three_times_the_estimate() {
-        let options = TrieOptions::default().live_bytes_estimate(10_000);
-        assert_eq!(options.disk_budget_effective(), 32_768, "30000 rounded up to 4 KiB");
-        assert_eq!(options.disk_budget_bytes(5).disk_budget_effective(), 4096);
-        TrieOptions::default().validate_durable().unwrap();
+    fn defaults_are_unbounded_and_valid() {
+        let options = TrieOptions::default();
+        assert_eq!((options.disk_budget_bytes, options.memory_limit_bytes), (None, None));
+        options.validate_durable().unwrap();
     }
 
     #[test]
@@ -140,6 +160,8 @@ mod tests {
         let err = TrieOptions::default().prefix_bits(3).validate().unwrap_err();
         assert!(err.to_string().contains("prefix_bits"), "{err}");
         let err = TrieOptions::default().disk_budget_bytes(4096).validate_durable().unwrap_err();
-        assert!(err.to_string().contains("capacity_bytes"), "{err}");
+        assert!(err.to_string().contains("--disk-budget-bytes"), "{err}");
+        let err = TrieOptions::default().memory_limit_bytes(4096).validate().unwrap_err();
+        assert!(err.to_string().contains("--memory-limit-bytes"), "{err}");
     }
 }

@@ -31,8 +31,14 @@ use crate::arena::Arena;
 use crate::content::{Content, ContentBox};
 use crate::counter::StripedCounter;
 use crate::fragment;
+use crate::memory::MemoryGate;
 use crate::node::{Inner, Node, Owned, retire_content};
 use crate::sync::{AtomicU64, Ordering};
+
+/// Bytes a content node's record takes in the log (`LiveRecords::live_bytes`).
+fn log_bytes(content: Content<'_>) -> u64 {
+    lamina_storage::log::put_record_bytes(content.key().len(), content.value().len())
+}
 
 /// What a writer decided to do with a key, given its current content.
 #[derive(Debug)]
@@ -53,6 +59,10 @@ pub(crate) struct Applied<'a> {
     pub(crate) key: &'a [u8],
     /// Whether the write deletes the key (otherwise it stores the decided content).
     pub(crate) deleted: bool,
+    /// Bytes the write adds to the live records as the log counts them (negative: frees).
+    pub(crate) log_delta: i64,
+    /// Bytes of memory the new content node takes beyond the one it replaces (0 if none).
+    pub(crate) memory_growth: u64,
 }
 
 /// What [`Trie::modify`] did.
@@ -74,7 +84,10 @@ pub(crate) struct Trie<const FANOUT: usize> {
     seq_last: AtomicU64,
     keys: StripedCounter,
     content_bytes: StripedCounter,
+    /// Bytes the live records take in the log ([`log_bytes`] of every content node).
+    log_bytes: StripedCounter,
     inner_nodes: StripedCounter,
+    memory_gate: MemoryGate,
 }
 
 /// Counters of a tree.
@@ -84,6 +97,8 @@ pub(crate) struct TreeCounters {
     pub(crate) memory_bytes: u64,
     pub(crate) inner_nodes: u64,
     pub(crate) seq_last: u64,
+    /// Content nodes unlinked and not yet freed, process-wide (in `memory_bytes`).
+    pub(crate) retired_bytes: u64,
 }
 
 /// The slot selector for level `level` of `key`: its fragment, or `None` (the end slot) if
@@ -96,7 +111,7 @@ fn selector<const FANOUT: usize>(key: &[u8], level: usize) -> Option<usize> {
 }
 
 impl<const FANOUT: usize> Trie<FANOUT> {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(memory_limit_bytes: Option<u64>) -> Self {
         assert!(FANOUT.is_power_of_two() && (2..=256).contains(&FANOUT), "fanout {FANOUT}");
         Trie {
             root: Inner::new(),
@@ -104,6 +119,8 @@ impl<const FANOUT: usize> Trie<FANOUT> {
             seq_last: AtomicU64::new(0),
             keys: StripedCounter::default(),
             content_bytes: StripedCounter::default(),
+            log_bytes: StripedCounter::default(),
+            memory_gate: MemoryGate::new(memory_limit_bytes),
             inner_nodes: {
                 let root = StripedCounter::default();
                 root.add(1);
@@ -181,9 +198,12 @@ impl<const FANOUT: usize> Trie<FANOUT> {
             let (change, result) = decide(mine);
             let existed = mine.is_some();
             let mut published = false;
+            let old_log_bytes = mine.map_or(0, log_bytes);
             match change {
                 Change::Keep => published = true,
                 Change::Put(content) => {
+                    let new_log_bytes = log_bytes(content.as_content());
+                    let new_memory = content.as_content().memory_bytes();
                     assert_eq!(
                         content.as_content().key(),
                         key,
@@ -195,6 +215,7 @@ impl<const FANOUT: usize> Trie<FANOUT> {
                         content.set_seq(seq);
                         let removed = mine.map_or(0, Content::memory_bytes);
                         self.add_memory(content.as_content().memory_bytes(), removed);
+                        self.add_log_bytes(new_log_bytes, old_log_bytes);
                         match current {
                             Some(other) if mine.is_none() => {
                                 self.expand(slot, level + 1, other, content);
@@ -211,7 +232,14 @@ impl<const FANOUT: usize> Trie<FANOUT> {
                         }
                         published = true;
                     };
-                    commit(&Applied { key, deleted: false }, &mut publish)?;
+                    let applied = Applied {
+                        key,
+                        deleted: false,
+                        log_delta: new_log_bytes as i64 - old_log_bytes as i64,
+                        memory_growth: new_memory
+                            .saturating_sub(mine.map_or(0, Content::memory_bytes)),
+                    };
+                    commit(&applied, &mut publish)?;
                 }
                 Change::Delete => match mine {
                     None => published = true,
@@ -219,13 +247,20 @@ impl<const FANOUT: usize> Trie<FANOUT> {
                         let mut publish = |_seq: u64| {
                             assert!(!published, "a write is published once");
                             self.add_memory(0, old_content.memory_bytes());
+                            self.add_log_bytes(0, old_log_bytes);
                             let old = slot.clear().expect("the slot held the key's content");
                             // SAFETY: `old` was just swapped out under the node lock.
                             unsafe { retire_content(old, guard) };
                             self.keys.sub(1);
                             published = true;
                         };
-                        commit(&Applied { key, deleted: true }, &mut publish)?;
+                        let applied = Applied {
+                            key,
+                            deleted: true,
+                            log_delta: -(old_log_bytes as i64),
+                            memory_growth: 0,
+                        };
+                        commit(&applied, &mut publish)?;
                     }
                 },
             }
@@ -276,6 +311,28 @@ impl<const FANOUT: usize> Trie<FANOUT> {
         slot.publish_inner(chain);
     }
 
+    fn add_log_bytes(&self, added: u64, removed: u64) {
+        if added > removed {
+            self.log_bytes.add(added - removed);
+        } else if removed > added {
+            self.log_bytes.sub(removed - added);
+        }
+    }
+
+    /// Bytes the live records take in the log.
+    pub(crate) fn live_log_bytes(&self) -> u64 {
+        self.log_bytes.get()
+    }
+
+    /// Admits (or refuses, past the memory limit) a write that adds `growth` bytes. The
+    /// limit is on `memory_bytes` less what the content allocator holds idle: a new content
+    /// node takes idle blocks first (freed ones stay with the process, see crate::slab).
+    pub(crate) fn admit_memory(&self, growth: u64) -> lamina_core::Result<()> {
+        self.memory_gate.admit(growth, || {
+            self.counters().memory_bytes.saturating_sub(crate::pool::idle_bytes() as u64)
+        })
+    }
+
     fn add_memory(&self, added: u64, removed: u64) {
         if added > removed {
             self.content_bytes.add(added - removed);
@@ -286,17 +343,22 @@ impl<const FANOUT: usize> Trie<FANOUT> {
 
     pub(crate) fn counters(&self) -> TreeCounters {
         let inner_nodes = self.inner_nodes.get();
+        let retired_bytes = crate::retired::bytes();
         TreeCounters {
             keys: self.keys.get(),
             // Live content blocks, the root, the arena's blocks (the nodes and the unused
-            // end of the last block), and what the process-wide content allocator holds idle
-            // (shared with any other tree in the process; see crate::slab).
+            // end of the last block), content nodes unlinked but not yet freed by the epoch
+            // collector, and what the process-wide content allocator holds idle (the last
+            // two shared with any other tree in the process; see crate::retired and
+            // crate::slab).
             memory_bytes: self.content_bytes.get()
                 + Inner::<FANOUT>::memory_bytes()
                 + self.arena.reserved_bytes() as u64
+                + retired_bytes
                 + crate::pool::idle_bytes() as u64,
             inner_nodes,
             seq_last: self.seq_last.load(Ordering::Relaxed),
+            retired_bytes,
         }
     }
 }

@@ -22,8 +22,8 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 /// The smallest ring the smallest log buffer allows: the workloads below wrap it.
 fn tiny_ring() -> TrieOptions {
     let options = TrieOptions::default().log_buffer_bytes(BUFFER_BYTES_MIN);
-    let ring_min = options.clone().disk_budget_bytes(0).log_options().ring_bytes_min();
-    options.disk_budget_bytes(ring_min)
+    let segment = options.log_options().segment_bytes_min();
+    options.log_segment_bytes(segment).disk_budget_bytes(4096 + segment)
 }
 
 fn key(i: u64) -> Vec<u8> {
@@ -130,8 +130,14 @@ fn over_budget_is_no_space_and_loses_nothing() {
         assert!(model.len() < 10_000, "a bounded ring cannot hold unbounded live data");
     };
     assert!(matches!(err, Error::NoSpace { .. }), "{err}");
-    assert!(matches!(db.put(b"more", b"x"), Err(Error::NoSpace { .. })), "stays refused");
+    assert!(err.to_string().contains("--disk-budget-bytes"), "names the option: {err}");
+    assert!(matches!(db.put(b"more", &value), Err(Error::NoSpace { .. })), "stays refused");
     assert_eq!(db.get(b"more").unwrap(), None, "a refused write changes nothing");
+    // Not stuck: a delete is accepted, and makes room for a new key of the same size.
+    let (gone, _) = model.pop_first().unwrap();
+    assert!(db.delete(&gone).unwrap());
+    db.put(b"more", &value).unwrap();
+    model.insert(b"more".to_vec(), value.clone());
     assert_eq!(dump(&db), model, "reads keep working");
     let _ = db.close();
     drop(db);
@@ -143,7 +149,7 @@ fn over_budget_is_no_space_and_loses_nothing() {
 fn garbage_collection_keeps_a_small_ring_going() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let options = tiny_ring().durability(lamina_core::Durability::None);
-    let budget = options.disk_budget_effective();
+    let budget = options.disk_budget_bytes.unwrap();
     let db = TrieEngine::open(Arc::clone(&storage), options.clone()).unwrap();
     let mut model = Model::new();
     let mut written = 0u64;

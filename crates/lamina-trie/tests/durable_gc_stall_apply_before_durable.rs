@@ -32,8 +32,8 @@ const PUTS: u64 = 6000;
 /// A ring of twice the minimum for the smallest log buffer (864 KiB).
 fn options(durability: Durability) -> TrieOptions {
     let options = TrieOptions::default().log_buffer_bytes(BUFFER_BYTES_MIN).durability(durability);
-    let ring_min = options.clone().disk_budget_bytes(0).log_options().ring_bytes_min();
-    options.disk_budget_bytes(2 * ring_min)
+    let segment = options.log_options().segment_bytes_min();
+    options.log_segment_bytes(segment).disk_budget_bytes(4096 + 2 * segment)
 }
 
 fn run(durability: Durability) {
@@ -54,7 +54,7 @@ fn run(durability: Durability) {
             panic!(
                 "put {i} of {PUTS} failed with {} live keys in a ring of {} bytes: {err}",
                 stats.keys.unwrap_or(0),
-                db.options().disk_budget_effective()
+                db.options().disk_budget_bytes.unwrap()
             );
         }
     }

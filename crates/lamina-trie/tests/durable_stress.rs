@@ -30,8 +30,8 @@ fn options(prefix_bits: u32) -> TrieOptions {
         .log_buffer_bytes(BUFFER_BYTES_MIN)
         .durability(Durability::Sync)
         .prefix_bits(prefix_bits);
-    let ring_min = options.clone().disk_budget_bytes(0).log_options().ring_bytes_min();
-    options.disk_budget_bytes(2 * ring_min)
+    let segment = options.log_options().segment_bytes_min();
+    options.log_segment_bytes(segment).disk_budget_bytes(4096 + 2 * segment)
 }
 
 fn counter_key(i: u64) -> Vec<u8> {

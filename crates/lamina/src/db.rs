@@ -4,9 +4,11 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lamina_core::{CasOutcome, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch};
+use lamina_core::{
+    CasOutcome, Entry, Error, KeyRange, OpenIntent, OrderedIndex, Result, Stats, WriteBatch,
+};
 use lamina_fdtree::FdTree;
-use lamina_mem::{LOG_CAPACITY_BYTES_DEFAULT, MemEngine, MemOptions};
+use lamina_mem::{MemEngine, MemOptions};
 use lamina_storage::{AccountingOptions, FileOptions, FileStorage, Storage};
 use lamina_trie::{TrieEngine, TrieOptions};
 
@@ -50,14 +52,21 @@ impl Db {
     /// Opens (or creates) the database in `dir` with `options`.
     ///
     /// Fails with `InvalidArgument` for bad options, `Incompatible` if `dir` holds another
-    /// engine's database or something that is not a lamina database, and `Io` if `dir` is
-    /// locked by another process.
+    /// engine's database or something that is not a lamina database, `Corruption` if the
+    /// database exists (its `LAMINA` file says so) but its engine's files are missing or
+    /// damaged, and `Io` if `dir` is locked by another process.
+    ///
+    /// The engine learns whether the database exists from the `LAMINA` file
+    /// ([`OpenIntent`]): it is written before the engine first creates its files, without its
+    /// `created` flag, and rewritten with it once the engine has opened; from then on every
+    /// open tells the engine [`OpenIntent::MustExist`], so a lost file is never taken for a
+    /// new, empty database.
     pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Db> {
         options.validate()?;
         let dir = dir.as_ref();
         prepare_dir(dir, options.create_if_missing)?;
         let lock = lock_dir(dir)?;
-        match Meta::read(dir)? {
+        let created = match Meta::read(dir)? {
             Some(meta) if meta.engine != options.engine.format_name() => {
                 return Err(Error::Incompatible {
                     reason: format!(
@@ -68,7 +77,7 @@ impl Db {
                     ),
                 });
             }
-            Some(_) => {}
+            Some(meta) => meta.created,
             None => {
                 let foreign = std::fs::read_dir(dir)
                     .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?
@@ -83,33 +92,47 @@ impl Db {
                         ),
                     });
                 }
-                Meta { engine: options.engine.format_name().to_string() }.write(dir)?;
+                let engine = options.engine.format_name().to_string();
+                Meta { engine, created: false }.write(dir)?;
+                false
             }
-        }
+        };
+        let intent = if created { OpenIntent::MustExist } else { OpenIntent::CreateIfMissing };
+        let nonzero = |bytes: u64| (bytes != 0).then_some(bytes);
         let engine = match options.engine {
             EngineKind::Mem => {
                 let mem = MemOptions {
                     durability: options.durability,
-                    log_capacity_bytes: match options.disk_budget_bytes {
-                        0 => LOG_CAPACITY_BYTES_DEFAULT,
-                        budget => budget,
-                    },
+                    disk_budget_bytes: nonzero(options.disk_budget_bytes),
+                    memory_limit_bytes: nonzero(options.memory_limit_bytes),
+                    intent,
                     ..MemOptions::default()
                 };
                 Engine::Mem(MemEngine::open(file_storage(dir, &options)?, &mem)?)
             }
             EngineKind::Fdtree(mode) => {
                 let fdtree = options.fdtree_options(mode);
-                Engine::Fdtree(FdTree::open(file_storage(dir, &options)?, &fdtree)?)
+                Engine::Fdtree(FdTree::open_with_intent(
+                    file_storage(dir, &options)?,
+                    &fdtree,
+                    intent,
+                )?)
             }
             EngineKind::Trie => {
-                let mut trie = TrieOptions::default().durability(options.durability);
-                if options.disk_budget_bytes != 0 {
-                    trie = trie.disk_budget_bytes(options.disk_budget_bytes);
+                let mut trie = TrieOptions::default().durability(options.durability).intent(intent);
+                if let Some(budget) = nonzero(options.disk_budget_bytes) {
+                    trie = trie.disk_budget_bytes(budget);
+                }
+                if let Some(limit) = nonzero(options.memory_limit_bytes) {
+                    trie = trie.memory_limit_bytes(limit);
                 }
                 Engine::Trie(TrieEngine::open(file_storage(dir, &options)?, trie)?)
             }
         };
+        if !created {
+            let engine = options.engine.format_name().to_string();
+            Meta { engine, created: true }.write(dir)?;
+        }
         Ok(Db { engine, kind: options.engine, dir: dir.to_path_buf(), _lock: lock })
     }
 

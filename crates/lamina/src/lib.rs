@@ -29,13 +29,13 @@ pub use engine_kind::EngineKind;
 pub use iter::ScanIter;
 pub use lamina_core::limits;
 pub use lamina_core::{
-    BatchOp, CasOutcome, Durability, Entry, Error, InvalidArgument, IoStats, KeyRange,
-    OrderedIndex, Result, Stats, WriteBatch,
+    BatchOp, CasOutcome, DISK_BUDGET_OPTION, Durability, Entry, Error, InvalidArgument, IoStats,
+    KeyRange, MEMORY_LIMIT_OPTION, OpenIntent, OrderedIndex, Result, Stats, WriteBatch,
 };
 pub use lamina_fdtree::FcMode;
 pub use lamina_storage::DeviceProfile;
 pub use meta::{META_FILE_NAME, Meta};
-pub use options::Options;
+pub use options::{MEMORY_LIMIT_BYTES_MIN, Options};
 
 /// The README's example, compiled and run as a doctest so it stays true.
 #[doc = include_str!("../../../README.md")]

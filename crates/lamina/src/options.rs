@@ -20,10 +20,20 @@ pub struct Options {
     pub cache_bytes: u64,
     /// Create the directory if it does not exist.
     pub create_if_missing: bool,
-    /// Disk space the engine may use; 0 takes the engine's default. Enforced by engines whose
-    /// log is a fixed ring (`mem`, `trie`: the ring's size, fixed when the database is
-    /// created); refused as unsupported by the others.
+    /// The most disk space the engine may use; 0 (the default): no cap, the engine grows with
+    /// its data. Enforced by `mem` and `trie` (their log ring grows with the live data up
+    /// to it; it may be raised or lowered from one open to the next): at the budget, writes
+    /// that add data fail with `Error::NoSpace` naming this option, while deletes and
+    /// overwrites that do not grow the data are accepted. Refused as unsupported by the
+    /// other engines.
     pub disk_budget_bytes: u64,
+    /// The most memory the engine's data may take (`Stats::memory_bytes`); 0 (the
+    /// default): no limit. Enforced by the in-memory engines `mem` and `trie`: writes that
+    /// would take them past it fail with `Error::NoSpace` naming this option (instead of
+    /// the process running out of memory), while deletes and writes that do not grow the
+    /// data are accepted. At least 1 MiB if set. Refused as unsupported by the other
+    /// engines.
+    pub memory_limit_bytes: u64,
     /// The device whose cost model turns the engine's I/O into modeled time
     /// (`Stats::io.modeled_device_ns`); `host` models nothing.
     pub device: DeviceProfile,
@@ -52,6 +62,7 @@ impl Default for Options {
             cache_bytes: 15 << 20,
             create_if_missing: true,
             disk_budget_bytes: 0,
+            memory_limit_bytes: 0,
             device: DeviceProfile::host(),
             emulate_device: false,
             fdtree_size_ratio: None,
@@ -66,6 +77,8 @@ pub const MEMORY_BUDGET_BYTES_MIN: u64 = 64 << 10;
 pub const MEMORY_BUDGET_BYTES_MAX: u64 = 64 << 30;
 /// Largest `cache_bytes`.
 pub const CACHE_BYTES_MAX: u64 = 1 << 40;
+/// Smallest nonzero `memory_limit_bytes` (1 MiB).
+pub const MEMORY_LIMIT_BYTES_MIN: u64 = 1 << 20;
 
 impl Options {
     /// Checks every option; the error names the option and its range.
@@ -87,15 +100,30 @@ impl Options {
                 format!("{} is over {CACHE_BYTES_MAX}", self.cache_bytes),
             ));
         }
-        if self.disk_budget_bytes != 0 && !matches!(self.engine, EngineKind::Mem | EngineKind::Trie)
-        {
-            return Err(Error::Unsupported {
-                what: format!(
-                    "disk_budget_bytes = {} with engine `{}`, which does not enforce a disk \
-                     budget; pass 0",
-                    self.disk_budget_bytes, self.engine
+        let in_memory = matches!(self.engine, EngineKind::Mem | EngineKind::Trie);
+        for (name, value, what, supported) in [
+            ("disk_budget_bytes", self.disk_budget_bytes, "a disk budget", true),
+            ("memory_limit_bytes", self.memory_limit_bytes, "a memory limit", in_memory),
+        ] {
+            if value != 0 && !supported {
+                return Err(Error::Unsupported {
+                    what: format!(
+                        "{name} = {value} with engine `{}`, which does not enforce {what}; \
+                         pass 0",
+                        self.engine
+                    ),
+                });
+            }
+        }
+        if self.memory_limit_bytes != 0 && self.memory_limit_bytes < MEMORY_LIMIT_BYTES_MIN {
+            return Err(Error::option(
+                "memory_limit_bytes",
+                format!(
+                    "{} is below {MEMORY_LIMIT_BYTES_MIN}; set {} higher (or 0: no limit)",
+                    self.memory_limit_bytes,
+                    lamina_core::MEMORY_LIMIT_OPTION
                 ),
-            });
+            ));
         }
         let fdtree = matches!(self.engine, EngineKind::Fdtree(_));
         for (name, given) in [
@@ -146,6 +174,7 @@ impl Options {
             durability: self.durability,
             size_ratio: self.fdtree_size_ratio.unwrap_or(defaults.size_ratio),
             key_bytes_max: self.fdtree_key_bytes_max.unwrap_or(defaults.key_bytes_max),
+            disk_budget_bytes: self.disk_budget_bytes,
             ..defaults
         }
     }
@@ -172,8 +201,13 @@ mod tests {
         assert!(err.to_string().contains("durability"), "{err}");
         assert!(mem().validate().is_ok());
         let budget = Options { disk_budget_bytes: 1 << 30, ..Options::default() };
-        assert!(matches!(budget.validate(), Err(Error::Unsupported { .. })));
+        assert!(budget.validate().is_ok(), "every engine honors a disk budget");
         assert!(Options { disk_budget_bytes: 1 << 30, ..mem() }.validate().is_ok());
+        let limit = Options { memory_limit_bytes: 1 << 30, ..Options::default() };
+        assert!(matches!(limit.validate(), Err(Error::Unsupported { .. })));
+        assert!(Options { memory_limit_bytes: 1 << 30, ..mem() }.validate().is_ok());
+        let err = Options { memory_limit_bytes: 4096, ..mem() }.validate().unwrap_err();
+        assert!(err.to_string().contains("--memory-limit-bytes"), "{err}");
     }
 
     #[test]

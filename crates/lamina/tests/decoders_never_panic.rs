@@ -12,7 +12,7 @@ use lamina_core::testkit::mutation::{apply, decode_checked, mutation};
 use proptest::prelude::*;
 
 fn meta_strategy() -> impl Strategy<Value = Meta> {
-    "[!-~]{1,32}".prop_map(|engine| Meta { engine })
+    ("[!-~]{1,32}", any::<bool>()).prop_map(|(engine, created)| Meta { engine, created })
 }
 
 proptest! {

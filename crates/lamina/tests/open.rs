@@ -30,7 +30,7 @@ fn a_second_handle_is_refused_while_the_first_is_open() {
 #[test]
 fn a_directory_of_another_engine_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    Meta { engine: "fdtree".into() }.write(dir.path()).unwrap();
+    Meta { engine: "fdtree".into(), created: true }.write(dir.path()).unwrap();
     let err = Db::open(dir.path(), options()).unwrap_err();
     assert!(matches!(err, Error::Incompatible { .. }), "{err:?}");
     assert!(err.to_string().contains("`fdtree` database"), "{err}");

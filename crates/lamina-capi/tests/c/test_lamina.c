@@ -189,12 +189,12 @@ static void test_open_refuses_bad_arguments_and_options(void) {
     CHECK_STATUS(NULL, lamina_open(path, &opts, &db), LAMINA_INVALID_ARGUMENT);
     CHECK_MESSAGE(NULL, "cache_bytes");
 
-    /* Only engines with a fixed log ring (mem) enforce a disk budget; others refuse it. */
+    /* Only the in-memory engines (mem, trie) enforce a memory limit; others refuse it. */
     opts = mem_options();
     opts.engine = "fdtree";
-    opts.disk_budget_bytes = 1u << 30;
+    opts.memory_limit_bytes = 1u << 30;
     CHECK_STATUS(NULL, lamina_open(path, &opts, &db), LAMINA_UNSUPPORTED);
-    CHECK_MESSAGE(NULL, "disk_budget_bytes");
+    CHECK_MESSAGE(NULL, "memory_limit_bytes");
 
     opts = mem_options();
     opts.create_if_missing = 0;

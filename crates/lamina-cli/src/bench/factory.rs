@@ -32,6 +32,7 @@ impl LaminaFactory {
             cache_bytes: params.cache_bytes,
             create_if_missing: true,
             disk_budget_bytes: 0,
+            memory_limit_bytes: 0,
             device,
             emulate_device: params.emulate,
             fdtree_size_ratio: params.fdtree_size_ratio,

@@ -157,8 +157,9 @@ impl Inner {
             // The merge cannot be undone (old blocks are gone): the tree stays readable
             // between two stages, modifications are refused until it is reopened (a
             // persistent tree resumes the merge from its last progress record). A full disk
-            // is waited out inside the merge; it ends up here only when closing.
-            if !matches!(e, Error::NoSpace { .. }) {
+            // is waited out inside the merge (its retry policy); it ends up here only when
+            // closing, or the merge would be left half done for good.
+            if !matches!(e, Error::NoSpace { .. }) || !self.control.stopping() {
                 self.control.fail(&e);
             }
             return Err(e);

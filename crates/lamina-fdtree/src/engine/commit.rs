@@ -21,10 +21,13 @@ impl Inner {
         work()?;
         let Some(p) = persist.as_mut() else {
             let obsolete = self.write(|t| Ok(t.take_obsolete()))?;
-            return self.remove_files(&obsolete);
+            return self.remove_files(obsolete);
         };
         let (manifest, obsolete) = self.write(|t| Ok((t.manifest(), t.take_obsolete())))?;
-        if let Err(e) = p.commit(&self.store, self.log.as_deref(), &manifest) {
+        // A commit is retryable: a failed superblock write leaves its sequence number and
+        // slot to the next attempt, the other slot holding the previous commit.
+        let committed = self.retrying(|| p.commit(&self.store, self.log.as_deref(), &manifest));
+        if let Err(e) = committed {
             // Still named by the committed state: kept for the next commit.
             let _ = self.write(|t| {
                 t.obsolete_files.extend(obsolete);
@@ -33,19 +36,47 @@ impl Inner {
             return Err(e);
         }
         drop(persist);
-        self.remove_files(&obsolete)?;
+        self.remove_files(obsolete)?;
         if let Some(log) = &self.log {
-            log.truncate(manifest.applied_seq)?;
+            match log.truncate(manifest.applied_seq) {
+                // The log keeps records the tree already holds (replay skips them); the next
+                // commit truncates it.
+                Ok(_) | Err(Error::NoSpace { .. }) => {}
+                Err(e) => return Err(e),
+            }
         }
         Ok(())
     }
 
-    fn remove_files(&self, ids: &[u32]) -> Result<()> {
-        for &id in ids {
+    /// Removes the files a commit made obsolete. The commit is durable whatever happens
+    /// here: a file that cannot be removed is kept for the next commit to remove (and
+    /// recovery removes every file the committed state does not name), and only an error
+    /// other than a full disk is reported.
+    fn remove_files(&self, ids: Vec<u32>) -> Result<()> {
+        let mut first_error = None;
+        let mut kept = Vec::new();
+        for id in ids {
             self.store.forget_file(id);
-            self.store.remove_all(id)?;
+            if let Err(e) = self.store.remove_all(id) {
+                kept.push(id);
+                if !matches!(e, Error::NoSpace { .. }) {
+                    first_error.get_or_insert(e);
+                }
+            }
         }
-        Ok(())
+        if !kept.is_empty() {
+            self.write(|t| {
+                t.obsolete_files.extend(kept);
+                Ok(())
+            })?;
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Runs `op` until it succeeds, fails with something other than a full disk, or the
+    /// retry policy gives up on the full disk (the engine is closing).
+    pub fn retrying<T>(&self, op: impl FnMut() -> Result<T>) -> Result<T> {
+        FcHost::retry_policy(self).run(op)
     }
 }
 

@@ -22,7 +22,7 @@ use std::sync::{Arc, Weak};
 
 use lamina_core::{Durability, Error, Result};
 use lamina_storage::Storage;
-use lamina_storage::log::Log;
+use lamina_storage::log::SegmentLog;
 use parking_lot::{Mutex, RwLock};
 
 use super::control::Control;
@@ -42,7 +42,7 @@ pub(crate) struct Inner {
     pub store: BlockStore,
     pub params: Params,
     pub storage: Arc<dyn Storage>,
-    pub log: Option<Arc<Log>>,
+    pub log: Option<Arc<SegmentLog>>,
     pub durability: Durability,
     pub mode: FcMode,
     /// The commit lock and the superblock (`None`: a volatile tree).

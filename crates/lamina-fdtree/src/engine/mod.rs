@@ -22,13 +22,18 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use lamina_core::{
-    CasOutcome, Durability, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch,
+    CasOutcome, Durability, Entry, Error, KeyRange, OpenIntent, OrderedIndex, Result, Stats,
+    WriteBatch,
 };
-use lamina_storage::log::{Log, LogOptions, RecordOp, Retention};
+use lamina_storage::log::{LogOptions, RecordOp, SegmentLog, SegmentLogOptions};
 use lamina_storage::{FileOptions, FileStorage, MemoryStorage, Storage};
 use parking_lot::{Mutex, RwLock};
 
 use control::Control;
+
+/// How many times closing retries its checkpoint on a full disk, [`control::RETRY_INTERVAL`]
+/// apart.
+const CLOSE_NO_SPACE_ATTEMPTS: u32 = 40;
 use inner::{Inner, STRIPES};
 
 use crate::flush::write_run;
@@ -68,14 +73,18 @@ impl FdTree {
     /// Opens (or creates) the persistent tree stored in `storage`, recovering it from its
     /// superblock and log.
     pub fn open(storage: Arc<dyn Storage>, options: &FdTreeOptions) -> Result<FdTree> {
-        Self::start(storage, options, true, false)
+        Self::open_with_intent(storage, options, OpenIntent::CreateIfMissing)
     }
 
-    /// Opens the persistent tree stored in `storage`, which must exist: a missing or empty
-    /// superblock is [`Error::Corruption`], never a new empty tree (the caller knows a
-    /// database was created there).
-    pub fn open_existing(storage: Arc<dyn Storage>, options: &FdTreeOptions) -> Result<FdTree> {
-        Self::start(storage, options, true, true)
+    /// Opens the persistent tree stored in `storage`; with [`OpenIntent::MustExist`] (the
+    /// caller knows a database was created there) a missing or empty superblock is
+    /// [`Error::Corruption`], never a new empty tree.
+    pub fn open_with_intent(
+        storage: Arc<dyn Storage>,
+        options: &FdTreeOptions,
+        intent: OpenIntent,
+    ) -> Result<FdTree> {
+        Self::start(storage, options, true, intent.must_exist())
     }
 
     /// Opens (or creates) the persistent tree in directory `path` with the file backend.
@@ -104,21 +113,21 @@ impl FdTree {
         let store = BlockStore::new(storage.clone(), &params);
         let (tree, persist, log, records) = if persistent {
             let (tree, persist) = Tree::recover(params.clone(), store.clone(), must_exist)?;
-            let log_options = LogOptions {
-                retention: Retention::Truncate {
-                    segment_bytes: LOG_SEGMENT_BYTES
-                        .max(LogOptions::default().chunk_bytes_max().next_multiple_of(4096)),
+            let log_options = SegmentLogOptions {
+                segment_bytes: LOG_SEGMENT_BYTES
+                    .max(LogOptions::default().chunk_bytes_max().next_multiple_of(4096)),
+                log: LogOptions {
+                    // The engine waits for syncs itself, after releasing its locks.
+                    durability: match options.durability {
+                        Durability::Sync => Durability::Buffered { max_delay: LOG_LINGER },
+                        other => other,
+                    },
+                    file_prefix: LOG_FILE_PREFIX.into(),
+                    ..LogOptions::default()
                 },
-                // The engine waits for syncs itself, after releasing its locks.
-                durability: match options.durability {
-                    Durability::Sync => Durability::Buffered { max_delay: LOG_LINGER },
-                    other => other,
-                },
-                file_prefix: LOG_FILE_PREFIX.into(),
-                ..LogOptions::default()
             };
             let mut records = Vec::new();
-            let log = Log::open(storage.clone(), log_options, |r| records.push(r))?;
+            let log = SegmentLog::open(storage.clone(), log_options, |r| records.push(r))?;
             let next = log.stats().next_seq;
             if next <= tree.applied_seq {
                 return Err(Error::corruption(
@@ -347,6 +356,23 @@ impl Inner {
             return Ok(());
         }
         self.control.check()?;
+        // A full disk is waited out for a while: the background threads are stopped, so
+        // the retry policy no longer waits. Giving up loses nothing (the log holds every
+        // acknowledged write); the error says the checkpoint did not happen.
+        let mut attempts = 0;
+        loop {
+            match self.checkpoint_once() {
+                Err(Error::NoSpace { .. }) if attempts < CLOSE_NO_SPACE_ATTEMPTS => {
+                    attempts += 1;
+                    std::thread::sleep(control::RETRY_INTERVAL);
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// Writes the memtables as runs and commits.
+    fn checkpoint_once(&self) -> Result<()> {
         loop {
             let frozen = self.read(|t| Ok(t.top.frozen.clone()))?;
             if frozen.is_none() {

@@ -205,8 +205,9 @@ impl Inner {
         }
         Err(Error::NoSpace {
             context: format!(
-                "the disk budget (disk_budget_bytes = {budget}) is reached: the store uses \
-                 {used} bytes; deletes are still accepted, or reopen with a larger budget"
+                "the disk budget of {budget} bytes is reached (the store uses {used}): deletes \
+                 are still accepted; raise {} to add data",
+                lamina_core::DISK_BUDGET_OPTION
             ),
         })
     }

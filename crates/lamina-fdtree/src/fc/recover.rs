@@ -64,38 +64,7 @@ impl Tree {
             old_fences.remove_through(&p.wavefront_key);
         }
         let keys_max = merged.iter().map(|l| l.stats.data_entries()).sum();
-        let mut writers = Vec::with_capacity(p.new_levels.len());
-        let mut prev_label = 0;
-        for (i, nl) in p.new_levels.iter().enumerate() {
-            let label = usize::try_from(nl.label).unwrap_or(usize::MAX);
-            if label <= prev_label
-                || nl.file_id >= manifest.next_file_id
-                || !known.insert(nl.file_id)
-            {
-                return Err(bad(format!("new level {} in file {}", nl.label, nl.file_id)));
-            }
-            prev_label = label;
-            let data = i + 1 == p.new_levels.len();
-            let file = self.store.open_existing(nl.file_id, FileKind::Level)?;
-            let needed = u64::from(nl.written_blocks) * u64::from(self.params.block_bytes);
-            if file.len()? < needed {
-                return Err(bad(format!(
-                    "new level file {} shorter than its {} written blocks",
-                    nl.file_id, nl.written_blocks
-                )));
-            }
-            writers.push(LevelWriter::restore(
-                &self.store,
-                &self.params,
-                label,
-                nl.file_id,
-                file,
-                nl.written_blocks,
-                nl.tail.as_deref(),
-                if data { keys_max } else { 0 },
-                if data { Visibility::Data } else { Visibility::Fences },
-            )?);
-        }
+        let writers = self.restore_new_levels(manifest, &p, &path, keys_max, known)?;
         if writers.is_empty() {
             return Err(bad("a merge without new levels".into()));
         }
@@ -131,5 +100,57 @@ impl Tree {
             shadowed_before: p.shadowed,
         });
         Ok(())
+    }
+
+    /// The writers of the merge's new levels, continued from the progress record `p` (read
+    /// from `path`).
+    fn restore_new_levels(
+        &self,
+        manifest: &Manifest,
+        p: &MergeProgress,
+        path: &std::path::Path,
+        keys_max: u64,
+        known: &mut BTreeSet<u32>,
+    ) -> Result<Vec<LevelWriter>> {
+        let bad = |reason: String| Error::corruption(path, 0, reason);
+        let mut writers = Vec::with_capacity(p.new_levels.len());
+        let mut prev_label = 0;
+        for (i, nl) in p.new_levels.iter().enumerate() {
+            let label = usize::try_from(nl.label).unwrap_or(usize::MAX);
+            if label <= prev_label
+                || nl.file_id >= manifest.next_file_id
+                || !known.insert(nl.file_id)
+            {
+                return Err(bad(format!("new level {} in file {}", nl.label, nl.file_id)));
+            }
+            prev_label = label;
+            let data = i + 1 == p.new_levels.len();
+            let file = self.store.open_existing(nl.file_id, FileKind::Level)?;
+            let needed = u64::from(nl.written_blocks) * u64::from(self.params.block_bytes);
+            if file.len()? < needed {
+                return Err(Error::corruption(
+                    self.store.path(nl.file_id, FileKind::Level),
+                    file.len()?,
+                    format!(
+                        "shorter than the {} blocks the merge progress record {} says were \
+                         written",
+                        nl.written_blocks,
+                        path.display()
+                    ),
+                ));
+            }
+            writers.push(LevelWriter::restore(
+                &self.store,
+                &self.params,
+                label,
+                nl.file_id,
+                file,
+                nl.written_blocks,
+                nl.tail.as_deref(),
+                if data { keys_max } else { 0 },
+                if data { Visibility::Data } else { Visibility::Fences },
+            )?);
+        }
+        Ok(writers)
     }
 }

@@ -172,6 +172,7 @@ fn commit_progress(
     for w in run.writers_mut() {
         w.sync_written()?;
     }
+    let policy = host.retry_policy();
     let mut record_id = 0;
     host.commit_after(&mut || {
         let record = with_tree(host, |t| {
@@ -203,7 +204,7 @@ fn commit_progress(
             record_id = t.alloc_file_id()?;
             Ok(record)
         })?;
-        store.write_file(record_id, FileKind::Progress, &record.encode())?;
+        policy.run(|| store.write_file(record_id, FileKind::Progress, &record.encode()))?;
         with_tree(host, |t| {
             let previous = std::mem::replace(&mut t.merge_file, record_id);
             if previous != 0 {
@@ -213,7 +214,7 @@ fn commit_progress(
         })
     })?;
     for r in pending.drain(..) {
-        store.punch_blocks(&*r.level.file, r.block, 1)?;
+        policy.run(|| store.punch_blocks(&*r.level.file, r.block, 1))?;
     }
     Ok(())
 }
@@ -292,7 +293,8 @@ fn finish(
             Ok((fences, id))
         })?;
         if fences_id != 0 {
-            store.write_file(fences_id, FileKind::Fences, &fences::encode(&fences))?;
+            let encoded = fences::encode(&fences);
+            host.retry_policy().run(|| store.write_file(fences_id, FileKind::Fences, &encoded))?;
         }
         let old_merged: Vec<DiskLevel> = sources.to_vec();
         let dropped = plan.dropped.clone();

@@ -40,6 +40,18 @@ pub const WRITE_BATCH_BLOCKS: usize = 8;
 #[derive(Clone)]
 pub struct RetryPolicy(pub Arc<dyn Fn(&lamina_core::Error) -> bool + Send + Sync>);
 
+impl RetryPolicy {
+    /// Runs `op` until it succeeds or fails with an error the policy does not retry.
+    pub fn run<T>(&self, mut op: impl FnMut() -> lamina_core::Result<T>) -> lamina_core::Result<T> {
+        loop {
+            match op() {
+                Err(e) if (self.0)(&e) => {}
+                done => return done,
+            }
+        }
+    }
+}
+
 impl std::fmt::Debug for RetryPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("RetryPolicy")
@@ -145,12 +157,9 @@ impl LevelWriter {
 
     /// Runs `op`, retrying while it fails and the retry policy says so.
     fn io<T>(&self, mut op: impl FnMut() -> Result<T>) -> Result<T> {
-        loop {
-            match op() {
-                Ok(v) => return Ok(v),
-                Err(e) if self.retry.as_ref().is_some_and(|p| (p.0)(&e)) => {}
-                Err(e) => return Err(e),
-            }
+        match &self.retry {
+            Some(policy) => policy.run(op),
+            None => op(),
         }
     }
 
@@ -334,6 +343,12 @@ impl LevelWriter {
         visibility: Visibility,
     ) -> Result<Self> {
         file.set_len(u64::from(written) * store.block_bytes() as u64)?;
+        // An index written before the failure that ended the merge (the level was finished
+        // but the merge was not): the resumed merge writes it again.
+        let index_name = crate::store::file_name(file_id, FileKind::Index);
+        if store.storage().exists(&index_name)? {
+            store.storage().remove(&index_name)?;
+        }
         let mut w = LevelWriter::new(store, params, label, file_id, file, keys_max, visibility);
         let (kmax, vmax) = store.limits();
         let mut buf = Vec::new();
@@ -415,17 +430,8 @@ impl LevelWriter {
         // the finished level (the filter is shared, not copied).
         let index = self.index.read().clone();
         let encoded = index.encode(self.file_id, &self.stats);
-        self.io(|| {
-            let written = self.store.write_file(self.file_id, FileKind::Index, &encoded);
-            if written.is_err() {
-                // A partial index file would make the retry's CreateNew fail.
-                let _ = self
-                    .store
-                    .storage()
-                    .remove(&crate::store::file_name(self.file_id, FileKind::Index));
-            }
-            written
-        })?;
+        // `write_file` leaves no partial file behind, so the retry can create it anew.
+        self.io(|| self.store.write_file(self.file_id, FileKind::Index, &encoded))?;
         Ok(DiskLevel {
             label: self.label,
             file_id: self.file_id,

@@ -51,7 +51,7 @@ impl Persist {
     pub(crate) fn commit(
         &mut self,
         store: &BlockStore,
-        log: Option<&lamina_storage::log::Log>,
+        log: Option<&lamina_storage::log::SegmentLog>,
         manifest: &Manifest,
     ) -> Result<()> {
         if let Some(log) = log {

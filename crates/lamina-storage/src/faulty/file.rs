@@ -24,7 +24,7 @@ impl StorageFile for FaultyFile {
         let shared = &self.shared;
         let mut state = shared.state.lock();
         let what = format!("reading {} bytes at {offset} of {}", buf.len(), self.name);
-        shared.begin(&mut state, &what, None)?;
+        shared.begin(&mut state, &what, None, false)?;
         let inode = &state.inodes[&self.inode];
         inode.file.read_exact_at(offset, buf)?;
         shared.accounting.on_read(inode.accounting_id, offset, buf.len());
@@ -35,7 +35,7 @@ impl StorageFile for FaultyFile {
         let shared = &self.shared;
         let mut state = shared.state.lock();
         let what = format!("writing {} bytes at {offset} of {}", data.len(), self.name);
-        let fault = shared.begin(&mut state, &what, Some((self.inode, offset, data)))?;
+        let fault = shared.begin(&mut state, &what, Some((self.inode, offset, data)), true)?;
         crate::backend::check_range(&self.name, offset, data.len())?;
         if state.undo_bytes + data.len() as u64 > UNDO_BYTES_MAX {
             return Err(Error::NoSpace { context: format!("{what}: undo log full, sync first") });
@@ -78,7 +78,7 @@ impl StorageFile for FaultyFile {
     fn set_len(&self, len: u64) -> Result<()> {
         let shared = &self.shared;
         let mut state = shared.state.lock();
-        shared.begin(&mut state, &format!("resizing {} to {len}", self.name), None)?;
+        shared.begin(&mut state, &format!("resizing {} to {len}", self.name), None, true)?;
         crate::backend::check_range(&self.name, len, 0)?;
         let inode = state.inodes.get_mut(&self.inode).expect("live inode");
         let old_len = inode.file.len()?;
@@ -105,7 +105,7 @@ impl StorageFile for FaultyFile {
         let shared = &self.shared;
         let mut state = shared.state.lock();
         let what = format!("punching {len} bytes at {offset} of {}", self.name);
-        shared.begin(&mut state, &what, None)?;
+        shared.begin(&mut state, &what, None, true)?;
         crate::backend::check_punch_range(&self.name, offset, len)?;
         let inode = state.inodes.get_mut(&self.inode).expect("live inode");
         let Some((start, end)) = crate::backend::punch_span(offset, len, inode.file.len()?) else {
@@ -137,7 +137,7 @@ impl StorageFile for FaultyFile {
     fn sync_data(&self) -> Result<()> {
         let shared = &self.shared;
         let mut state = shared.state.lock();
-        shared.begin(&mut state, &format!("syncing {}", self.name), None)?;
+        shared.begin(&mut state, &format!("syncing {}", self.name), None, true)?;
         let inode = state.inodes.get_mut(&self.inode).expect("live inode");
         inode.file.sync_data()?;
         let freed: u64 = inode.undo.drain(..).map(|u| u.old_bytes.len() as u64).sum();

@@ -61,6 +61,8 @@ pub(super) struct Shared {
     pub(super) plan: FaultPlan,
     pub(super) accounting: IoAccounting,
     pub(super) state: Mutex<State>,
+    /// Set by [`crate::FaultyStorage::stop_failing`]: the plan's injected failures are over.
+    pub(super) healed: std::sync::atomic::AtomicBool,
 }
 
 /// Whether `err` is the error of a simulated crash (the crashing call or any later one).
@@ -95,12 +97,15 @@ impl State {
 
 impl Shared {
     /// Counts an operation and applies the plan to it. `write` is the write being attempted
-    /// (inode, offset, data), for tearing.
+    /// (inode, offset, data), for tearing. `may_need_space` says whether a real device could
+    /// refuse the operation with `ENOSPC`: reads and removals never do, so a planned full-disk
+    /// failure passes them by (an `EIO` plan fails them like anything else).
     pub(super) fn begin(
         &self,
         state: &mut State,
         what: &str,
         write: Option<(InodeId, u64, &[u8])>,
+        may_need_space: bool,
     ) -> Result<Fault> {
         if state.crashed {
             return Err(crash_error(what));
@@ -112,7 +117,9 @@ impl Shared {
             self.crash_locked(state, torn)?;
             return Err(crash_error(what));
         }
-        if self.plan.fails(op) {
+        let applies = may_need_space || self.plan.fail_with != FailKind::NoSpace;
+        if applies && self.plan.fails(op) && !self.healed.load(std::sync::atomic::Ordering::Acquire)
+        {
             let errno = match self.plan.fail_with {
                 FailKind::Eio => libc::EIO,
                 FailKind::NoSpace => libc::ENOSPC,

@@ -54,7 +54,13 @@ impl FaultyStorage {
             state.add_inode(name, Inode { file, accounting_id, undo: Vec::new() });
         }
         Ok(FaultyStorage {
-            shared: Arc::new(Shared { inner, plan, accounting, state: Mutex::new(state) }),
+            shared: Arc::new(Shared {
+                inner,
+                plan,
+                accounting,
+                state: Mutex::new(state),
+                healed: std::sync::atomic::AtomicBool::new(false),
+            }),
         })
     }
 
@@ -94,6 +100,12 @@ impl FaultyStorage {
         FaultyStorage::with_accounting(self.shared.inner.clone(), plan, options)
     }
 
+    /// Ends the plan's injected failures from now on (a full device got space back, a
+    /// failing one was replaced); a planned crash still strikes. Operations keep counting.
+    pub fn stop_failing(&self) {
+        self.shared.healed.store(true, std::sync::atomic::Ordering::Release);
+    }
+
     /// Flips bit `bit` (counted from the start of the file) of the stored file `name`: media
     /// corruption. Not an operation; not undone by a crash.
     pub fn flip_bit(&self, name: &str, bit: u64) -> Result<()> {
@@ -111,7 +123,7 @@ impl Storage for FaultyStorage {
     fn open(&self, name: &str, mode: OpenMode) -> Result<Arc<dyn StorageFile>> {
         let shared = &self.shared;
         let mut state = shared.state.lock();
-        shared.begin(&mut state, &format!("opening {name}"), None)?;
+        shared.begin(&mut state, &format!("opening {name}"), None, true)?;
         check_user_name(name)?;
         let inode = match (state.names.get(name).copied(), mode) {
             (Some(_), OpenMode::CreateNew) => {
@@ -132,7 +144,7 @@ impl Storage for FaultyStorage {
     fn remove(&self, name: &str) -> Result<()> {
         let shared = &self.shared;
         let mut state = shared.state.lock();
-        shared.begin(&mut state, &format!("removing {name}"), None)?;
+        shared.begin(&mut state, &format!("removing {name}"), None, false)?;
         check_user_name(name)?;
         let Some(&inode) = state.names.get(name) else {
             return Err(not_found(format!("removing {name}")));
@@ -148,7 +160,7 @@ impl Storage for FaultyStorage {
     fn rename(&self, from: &str, to: &str) -> Result<()> {
         let shared = &self.shared;
         let mut state = shared.state.lock();
-        shared.begin(&mut state, &format!("renaming {from} to {to}"), None)?;
+        shared.begin(&mut state, &format!("renaming {from} to {to}"), None, true)?;
         check_user_name(from)?;
         check_user_name(to)?;
         let Some(&inode) = state.names.get(from) else {
@@ -205,7 +217,7 @@ impl Storage for FaultyStorage {
     fn sync_dir(&self) -> Result<()> {
         let shared = &self.shared;
         let mut state = shared.state.lock();
-        shared.begin(&mut state, "syncing the directory", None)?;
+        shared.begin(&mut state, "syncing the directory", None, true)?;
         shared.inner.sync_dir()?;
         for undo in std::mem::take(&mut state.dir_undo) {
             match undo {

@@ -19,8 +19,20 @@ pub const FILE_HEADER_BYTES: u64 = BLOCK_BYTES as u64;
 pub const CHUNK_HEADER_BYTES: usize = 64;
 /// The file magic: "LAMINLOG".
 pub const FILE_MAGIC: [u8; 8] = *b"LAMINLOG";
-/// The format version this build writes and reads.
+/// The format version of segment files (truncate retention); the only one they have.
 pub const FORMAT_VERSION: u32 = 1;
+/// The format version of ring files this build writes: a ring of segments that grows and
+/// shrinks (`capacity_bytes` is the size of one ring segment). Version 1 rings (one
+/// fixed-size ring, from builds before growable rings) are read as rings of one segment and
+/// rewritten as version 2 before they first grow.
+pub const RING_FORMAT_VERSION: u32 = 2;
+/// Most segments a ring may have (the chunk header records the count in 24 bits).
+pub const RING_SEGMENTS_MAX: u32 = (1 << 24) - 1;
+/// Chunk flag: the chunk was written by a clean close (it holds no records). A log whose
+/// newest chunk carries it cannot have a torn tail, so any damaged chunk is corruption.
+pub const CHUNK_FLAG_CLEAN_CLOSE: u8 = 1;
+/// Every chunk flag this build knows.
+pub const CHUNK_FLAGS_KNOWN: u8 = CHUNK_FLAG_CLEAN_CLOSE;
 /// The chunk magic: "LCHK" little-endian.
 pub const CHUNK_MAGIC: u32 = u32::from_le_bytes(*b"LCHK");
 
@@ -38,13 +50,17 @@ pub enum FileKind {
 pub struct FileHeader {
     /// Segment or ring.
     pub kind: FileKind,
+    /// [`FORMAT_VERSION`] for segments; [`RING_FORMAT_VERSION`] (or 1, an older fixed ring)
+    /// for rings.
+    pub version: u32,
     /// Identifies the log; every chunk carries it, so chunks of another log never match.
     pub log_id: u64,
     /// Segment number (0 for the ring).
     pub file_index: u64,
     /// Log position of the first data byte (at file offset [`FILE_HEADER_BYTES`]).
     pub base_pos: u64,
-    /// Data bytes after the header: the ring's size, or a segment's maximum.
+    /// A segment file's maximum data bytes after the header; a ring's segment size (the
+    /// ring is `(file length - 4096) / capacity_bytes` segments; a version 1 ring is one).
     pub capacity_bytes: u64,
     /// Every sequence number in this file, and every one assigned later, is above this.
     pub seq_floor: u64,
@@ -67,7 +83,7 @@ impl Encode for FileHeader {
     fn encode_to(&self, out: &mut Vec<u8>) {
         let start = out.len();
         out.extend_from_slice(&FILE_MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&self.version.to_le_bytes());
         out.push(self.kind as u8);
         out.extend_from_slice(&[0; 3]);
         for field in
@@ -87,17 +103,18 @@ impl Decode for FileHeader {
             return Err(DecodeError::new(0, "not a lamina log file (bad magic)"));
         }
         let version = reader.u32()?;
-        if version != FORMAT_VERSION {
-            return Err(DecodeError::new(8, format!("format version {version}")));
-        }
         let kind = match reader.u8()? {
             1 => FileKind::Segment,
             2 => FileKind::Ring,
             other => return Err(DecodeError::new(12, format!("unknown file kind {other}"))),
         };
+        if !FileHeader::version_known(kind, version) {
+            return Err(DecodeError::new(8, format!("format version {version}")));
+        }
         reader.array::<3>()?;
         let header = FileHeader {
             kind,
+            version,
             log_id: reader.u64()?,
             file_index: reader.u64()?,
             base_pos: reader.u64()?,
@@ -127,6 +144,22 @@ impl Decode for FileHeader {
 }
 
 impl FileHeader {
+    /// The version this build writes for files of `kind`.
+    pub fn current_version(kind: FileKind) -> u32 {
+        match kind {
+            FileKind::Segment => FORMAT_VERSION,
+            FileKind::Ring => RING_FORMAT_VERSION,
+        }
+    }
+
+    /// Whether this build reads files of `kind` in `version`.
+    pub fn version_known(kind: FileKind, version: u32) -> bool {
+        match kind {
+            FileKind::Segment => version == FORMAT_VERSION,
+            FileKind::Ring => version == 1 || version == RING_FORMAT_VERSION,
+        }
+    }
+
     /// The header as a full block.
     pub fn to_block(&self) -> Vec<u8> {
         let mut block = self.encode();
@@ -143,10 +176,20 @@ impl FileHeader {
             });
         }
         let version = u32::from_le_bytes(block[8..12].try_into().unwrap());
-        if version != FORMAT_VERSION {
+        let kind = match block[12] {
+            1 => Some(FileKind::Segment),
+            2 => Some(FileKind::Ring),
+            _ => None,
+        };
+        // A version this build does not know (of a kind it knows, or any version above
+        // the newest it writes) is a newer build's file, not damage.
+        let newer = version > RING_FORMAT_VERSION
+            || kind.is_some_and(|kind| !FileHeader::version_known(kind, version));
+        if newer || version == 0 {
             return Err(Error::Incompatible {
                 reason: format!(
-                    "{} has log format version {version}; this build reads version {FORMAT_VERSION}",
+                    "{} has log format version {version}; this build reads segments of \
+                     version {FORMAT_VERSION} and rings of versions 1 and {RING_FORMAT_VERSION}",
                     path.display()
                 ),
             });
@@ -175,6 +218,12 @@ pub struct ChunkHeader {
     pub record_count: u32,
     /// Masked CRC32C of the payload.
     pub payload_crc: u32,
+    /// Ring chunks: segments the ring file had when the chunk was written (at most
+    /// [`RING_SEGMENTS_MAX`]; a file with fewer was cut short). 0 in segment files and in
+    /// version 1 rings (one segment).
+    pub ring_segments: u32,
+    /// [`CHUNK_FLAG_CLEAN_CLOSE`] or 0.
+    pub flags: u8,
 }
 
 impl Encode for ChunkHeader {
@@ -189,7 +238,9 @@ impl Encode for ChunkHeader {
         for field in [self.log_id, self.pos, self.prev_end, self.tail, self.seq_hi] {
             out.extend_from_slice(&field.to_le_bytes());
         }
-        for field in [self.payload_len, self.record_count, self.payload_crc, 0] {
+        assert!(self.ring_segments <= RING_SEGMENTS_MAX, "ring segments fit 24 bits");
+        let ring_word = self.ring_segments | (u32::from(self.flags) << 24);
+        for field in [self.payload_len, self.record_count, self.payload_crc, ring_word] {
             out.extend_from_slice(&field.to_le_bytes());
         }
         let crc = masked_crc32c(&out[start + 8..start + CHUNK_HEADER_BYTES]);
@@ -219,8 +270,18 @@ impl Decode for ChunkHeader {
             payload_len: reader.u32()?,
             record_count: reader.u32()?,
             payload_crc: reader.u32()?,
+            ring_segments: 0,
+            flags: 0,
         };
-        reader.u32()?;
+        let ring_word = reader.u32()?;
+        let header = ChunkHeader {
+            ring_segments: ring_word & RING_SEGMENTS_MAX,
+            flags: (ring_word >> 24) as u8,
+            ..header
+        };
+        if header.flags & !CHUNK_FLAGS_KNOWN != 0 {
+            return Err(DecodeError::new(63, format!("unknown chunk flags {:#x}", header.flags)));
+        }
         if !header.pos.is_multiple_of(BLOCK_BYTES as u64) {
             return Err(DecodeError::new(16, "chunk position not 4 KiB aligned"));
         }
@@ -283,6 +344,8 @@ mod tests {
             payload_len: 5,
             record_count: 1,
             payload_crc: 0,
+            ring_segments: 3,
+            flags: 0,
         }
     }
 
@@ -297,6 +360,21 @@ mod tests {
         assert!(decoded.payload_matches(&out[CHUNK_HEADER_BYTES..CHUNK_HEADER_BYTES + 5]));
         assert!(!decoded.payload_matches(b"hellp"));
         assert_eq!(chunk_len(BLOCK_BYTES - CHUNK_HEADER_BYTES + 1), 2 * BLOCK_BYTES as u64);
+    }
+
+    #[test]
+    fn ring_segments_and_flags_roundtrip_and_unknown_flags_are_refused() {
+        for (segments, flags) in [(0, 0), (1, CHUNK_FLAG_CLEAN_CLOSE), (RING_SEGMENTS_MAX, 0)] {
+            let mut out = Vec::new();
+            let written = ChunkHeader { ring_segments: segments, flags, ..header() };
+            encode_chunk(&written, b"hello", &mut out);
+            let read = ChunkHeader::decode(&out).unwrap();
+            assert_eq!((read.ring_segments, read.flags), (segments, flags));
+        }
+        let mut out = Vec::new();
+        encode_chunk(&ChunkHeader { flags: 0x80, ..header() }, b"hello", &mut out);
+        let err = ChunkHeader::decode(&out).unwrap_err();
+        assert!(err.reason.contains("flags"), "{err}");
     }
 
     #[test]
@@ -328,6 +406,7 @@ mod tests {
     fn file_header_roundtrips() {
         let header = FileHeader {
             kind: FileKind::Ring,
+            version: RING_FORMAT_VERSION,
             log_id: 42,
             file_index: 0,
             base_pos: 0,
@@ -337,12 +416,16 @@ mod tests {
         let block = header.to_block();
         assert_eq!(block.len(), BLOCK_BYTES);
         assert_eq!(FileHeader::parse(&block, Path::new("x")).unwrap(), header);
+        // A version 1 ring (one fixed-size ring) is still read.
+        let old = FileHeader { version: 1, ..header };
+        assert_eq!(FileHeader::parse(&old.to_block(), Path::new("x")).unwrap(), old);
     }
 
     #[test]
     fn bad_file_headers_are_classified() {
         let header = FileHeader {
             kind: FileKind::Segment,
+            version: FORMAT_VERSION,
             log_id: 1,
             file_index: 3,
             base_pos: 4096,
@@ -358,6 +441,11 @@ mod tests {
         future[8..12].copy_from_slice(&2u32.to_le_bytes());
         let err = FileHeader::parse(&future, path).unwrap_err();
         assert!(matches!(err, Error::Incompatible { .. }) && err.to_string().contains("version 2"));
+        let ring = FileHeader { kind: FileKind::Ring, version: RING_FORMAT_VERSION, ..header };
+        let mut future = ring.to_block();
+        future[8..12].copy_from_slice(&3u32.to_le_bytes());
+        let err = FileHeader::parse(&future, path).unwrap_err();
+        assert!(matches!(err, Error::Incompatible { .. }) && err.to_string().contains("version 3"));
         let mut flipped = block.clone();
         flipped[30] ^= 1;
         assert!(matches!(FileHeader::parse(&flipped, path), Err(Error::Corruption { .. })));

@@ -1,13 +1,17 @@
-//! The group-commit log: the coalesced cyclic log of the SIGMOD 2011 contest paper
-//! (section 3), shared by every engine that logs (issue 4).
+//! The group-commit logs: the coalesced cyclic log of the SIGMOD 2011 contest paper
+//! (section 3) and a segmented log with truncation, sharing one group-commit writer.
 //!
+//! - [`RingLog`] (`ring_log.rs`, `ring/`, `ring_recovery.rs`): the ring, for engines whose
+//!   state lives in memory (`trie`, `mem`); it collects its own garbage by asking the
+//!   engine's [`LiveRecords`] oracle, and grows and shrinks with the live records.
+//! - [`SegmentLog`] (`segment_log.rs`, `segments.rs`, `segment_recovery.rs`): segment files
+//!   the engine truncates once their records are persisted elsewhere (`fdtree`).
 //! - [`record`]: log records (sequence number, put / delete / batch).
 //! - [`chunk`]: file header and 4 KiB-aligned, CRC32C-protected chunks.
-//! - [`options`]: [`LogOptions`], [`Retention`], and the [`LiveRecords`] oracle.
-//! - `writer`, `flusher`: [`Log`], the group-commit writer, and its background flusher.
-//! - `ring`, `segments`: cyclic and truncate retention; `superseded`: what read-ahead
-//!   collection must not carry while woken writers are still applying.
-//! - `recovery`: opening, checksum verification, torn-tail handling, replay.
+//! - [`options`]: [`LogOptions`], [`RingLogOptions`], [`SegmentLogOptions`], [`LiveRecords`].
+//! - `writer`, `flusher`, `shared`: the group-commit writer and its background flusher;
+//!   `superseded`: what read-ahead collection must not carry while woken writers are still
+//!   applying; `recovery`: what opening both logs shares.
 //!
 //! Byte layout: `docs/format/log.md`.
 
@@ -17,12 +21,18 @@ pub mod options;
 pub mod record;
 mod recovery;
 mod ring;
+mod ring_log;
+mod ring_recovery;
+mod segment_log;
+mod segment_recovery;
 mod segments;
+mod shared;
 mod stats;
 mod superseded;
 mod writer;
 
-pub use options::{LiveRecords, LogOptions, Retention};
-pub use record::{LogOp, Record, RecordOp, SeqNo};
+pub use options::{LiveRecords, LogOptions, RingLogOptions, SegmentLogOptions};
+pub use record::{LogOp, Record, RecordOp, SeqNo, put_record_bytes};
+pub use ring_log::RingLog;
+pub use segment_log::SegmentLog;
 pub use stats::LogStats;
-pub use writer::Log;

@@ -90,6 +90,17 @@ fn put_body_len(key: &[u8], value: &[u8]) -> usize {
     varint_len(key.len() as u64) + key.len() + varint_len(value.len() as u64) + value.len()
 }
 
+/// Bytes a put of a `key_len`-byte key and a `value_len`-byte value takes in the log as a
+/// record of its own (how garbage collection carries it): what an engine counts per live key
+/// in [`crate::log::LiveRecords::live_bytes`].
+pub fn put_record_bytes(key_len: usize, value_len: usize) -> u64 {
+    (RECORD_FIXED_BYTES
+        + varint_len(key_len as u64)
+        + key_len
+        + varint_len(value_len as u64)
+        + value_len) as u64
+}
+
 fn delete_body_len(key: &[u8]) -> usize {
     varint_len(key.len() as u64) + key.len()
 }
@@ -294,6 +305,16 @@ mod tests {
         let value = vec![9u8; VALUE_BYTES_MAX];
         let op = LogOp::Put { key: &key, value: &value };
         assert!(op.encoded_len() <= PUT_RECORD_BYTES_MAX);
+    }
+
+    #[test]
+    fn put_record_bytes_is_the_encoded_length_of_a_put() {
+        for (k, v) in [(1, 0), (8, 128), (127, 128), (128, 4096), (KEY_BYTES_MAX, VALUE_BYTES_MAX)]
+        {
+            let (key, value) = (vec![1u8; k], vec![2u8; v]);
+            let op = LogOp::Put { key: &key, value: &value };
+            assert_eq!(put_record_bytes(k, v), op.encoded_len() as u64, "{k} {v}");
+        }
     }
 
     #[test]

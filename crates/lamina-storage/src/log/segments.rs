@@ -55,6 +55,8 @@ pub(crate) fn parse_segment_name(prefix: &str, name: &str) -> Option<u64> {
 
 /// Creates a log file atomically: header written and synced under a temporary name, then
 /// renamed into place and the directory synced, so a log-named file always has a header.
+/// The handle returned is opened under the final name, so that its errors (a full disk)
+/// name the file that exists.
 pub(crate) fn create_log_file(
     storage: &dyn Storage,
     name: &str,
@@ -71,9 +73,10 @@ pub(crate) fn create_log_file(
         file.set_len(total_len)?;
     }
     file.sync_data()?;
+    drop(file);
     storage.rename(&tmp, name)?;
     storage.sync_dir()?;
-    Ok(file)
+    storage.open(name, OpenMode::Existing)
 }
 
 impl Segments {
@@ -102,6 +105,7 @@ impl Segments {
     ) -> Result<Segment> {
         let header = FileHeader {
             kind: FileKind::Segment,
+            version: super::chunk::FORMAT_VERSION,
             log_id,
             file_index: index,
             base_pos,
@@ -121,8 +125,16 @@ impl Segments {
         })
     }
 
-    /// Writes `payload` as one chunk and syncs it, starting a new segment if it does not fit.
-    pub(crate) fn flush(&mut self, payload: &[u8], records: u32, seq_hi: SeqNo) -> Result<u64> {
+    /// Writes `payload` as one chunk with `flags` and syncs it, starting a new segment if it
+    /// does not fit. On failure nothing changes in memory (a later flush writes at the same
+    /// place).
+    pub(crate) fn flush(
+        &mut self,
+        payload: &[u8],
+        records: u32,
+        seq_hi: SeqNo,
+        flags: u8,
+    ) -> Result<u64> {
         let len = chunk_len(payload.len());
         assert!(len <= self.segment_bytes, "chunk larger than a segment");
         let active = self.files.back().expect("at least one segment");
@@ -150,6 +162,8 @@ impl Segments {
             payload_len: payload.len() as u32,
             record_count: records,
             payload_crc: 0,
+            ring_segments: 0,
+            flags,
         };
         encode_chunk(&header, payload, &mut self.scratch);
         active.file.write_all_at(FILE_HEADER_BYTES + active.data_len, &self.scratch)?;

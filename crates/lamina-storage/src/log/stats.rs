@@ -39,8 +39,25 @@ pub struct LogStats {
     /// `Sync` appends whose record was still not durable when yielding ended (or was not
     /// tried): the appender then sleeps and costs a wake-up (or fails, if the log failed).
     pub sync_waits_parked: u64,
-    /// Bytes of the log holding records recovery would read.
+    /// Bytes of the log holding records recovery would read (ring: its window).
     pub disk_bytes: u64,
+    /// Ring: bytes the ring file takes on the device (its allocated blocks).
+    pub file_bytes_allocated: u64,
+    /// Ring: active segments (the ring's size is `ring_segments * ring_segment_bytes`).
+    pub ring_segments: u64,
+    /// Ring: bytes of the active segments.
+    pub ring_bytes: u64,
+    /// Ring: bytes of one segment.
+    pub ring_segment_bytes: u64,
+    /// Ring: segments added since open (growth).
+    pub ring_segments_grown: u64,
+    /// Ring: segments retired (punched out) since open (shrinking).
+    pub ring_segments_retired: u64,
+    /// Ring: live bytes as the engine reports them ([`crate::log::LiveRecords::live_bytes`]).
+    pub live_bytes: u64,
+    /// Flushes that found no space (a full device, or a ring at its disk budget): rejected
+    /// under `Sync`, retried otherwise.
+    pub flushes_without_space: u64,
     /// Truncate: segment files.
     pub segments: u64,
     /// Next sequence number to assign.

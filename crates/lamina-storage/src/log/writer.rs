@@ -1,4 +1,5 @@
-//! The group-commit writer: many threads append, one flusher thread writes chunks.
+//! The group-commit writer both logs share: many threads append, one flusher thread writes
+//! chunks.
 //!
 //! Write coalescing of the SIGMOD 2011 contest paper (section 3, Figure 5): appenders put
 //! their records into the fill buffer; the flusher turns the buffer into one 4 KiB-aligned,
@@ -6,8 +7,8 @@
 //! group-commit timeout expires, and ends each flush with `fdatasync`. Unlike the paper's
 //! single buffer, there are two: the flusher swaps the filled buffer out under the lock and
 //! writes and syncs it without the lock, so appenders fill the next buffer during the sync
-//! (the paper's *Fill* and *Flush* phases overlap). Garbage collection of a cyclic log runs
-//! on the flusher too, after waking the writers, off their latency path.
+//! (the paper's *Fill* and *Flush* phases overlap). Garbage collection of a ring runs on the
+//! flusher too, after waking the writers, off their latency path.
 //!
 //! A `Sync` appender waits for its chunk by yielding its core first (while more appenders
 //! wait than there are cores, up to `LogOptions::sync_wait_yield_max`), then parking: with
@@ -21,21 +22,26 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use lamina_core::limits::{check_key, check_value};
-use lamina_core::{Durability, Error, InvalidArgument, Result};
-use parking_lot::{Condvar, Mutex, RwLock};
+use lamina_core::{DISK_BUDGET_OPTION, Durability, Error, InvalidArgument, Result};
+use parking_lot::{Condvar, Mutex};
 
 use super::flusher::{flusher_loop, set_failure};
 use super::options::{LiveRecords, LogOptions};
-use super::record::{LogOp, Record, SeqNo};
-use super::recovery::{Sink, open_sink};
+use super::record::{LogOp, SeqNo};
+use super::recovery::Sink;
+use super::shared::{Budget, Failure, Inner, State};
 use super::stats::LogStats;
-use crate::backend::Storage;
+use crate::backend::{Storage, StorageFile};
 
 /// Shortest group-commit timeout (see `LogOptions::linger_max` for the longest).
 pub(super) const LINGER_MIN: Duration = Duration::from_micros(50);
 
 /// How often a parked `Sync` writer re-checks for a failure nobody woke it for.
 const FAILURE_RECHECK: Duration = Duration::from_millis(50);
+
+/// How long garbage collection waits for engines to apply flushed operations before it
+/// postpones (it never collects on a stale view of the engine).
+pub(super) const APPLY_WAIT: Duration = Duration::from_millis(200);
 
 /// The flusher thread: [`flusher_loop`], and if it panics (a bug, or an engine's oracle
 /// panicking), a sticky failure that every waiter sees instead of waiting forever.
@@ -54,122 +60,24 @@ fn run_flusher(inner: &Inner, sink: Sink) {
     }
 }
 
-/// How long garbage collection waits for engines to apply flushed operations before it
-/// postpones (it never collects on a stale view of the engine).
-pub(super) const APPLY_WAIT: Duration = Duration::from_millis(200);
-
-/// A sticky failure: once a flush fails, the log refuses everything (after a failed
-/// `fdatasync` the state of the device is unknown).
-#[derive(Debug, Clone)]
-pub(super) enum Failure {
-    NoSpace(String),
-    Io(String),
-    /// What [`Error::Corruption`] says, kept so that every waiter gets the same error kind.
-    Corruption {
-        file: std::path::PathBuf,
-        offset: u64,
-        reason: String,
-    },
-    Abandoned,
-}
-
-impl Failure {
-    pub(super) fn from_error(err: &Error) -> Failure {
-        match err {
-            Error::NoSpace { context } => Failure::NoSpace(context.clone()),
-            Error::Corruption { file, offset, reason } => {
-                Failure::Corruption { file: file.clone(), offset: *offset, reason: reason.clone() }
-            }
-            other => Failure::Io(other.to_string()),
-        }
-    }
-
-    pub(super) fn to_error(&self) -> Error {
-        match self {
-            Failure::NoSpace(context) => Error::NoSpace { context: context.clone() },
-            Failure::Io(what) => Error::io(
-                "an earlier log flush failed; the log refuses further writes",
-                std::io::Error::other(what.clone()),
-            ),
-            Failure::Corruption { file, offset, reason } => Error::corruption(
-                file.clone(),
-                *offset,
-                format!("{reason} (found by the log's garbage collection; it refuses writes)"),
-            ),
-            Failure::Abandoned => Error::Closed,
-        }
-    }
-}
-
+/// What a log type hands to [`LogCore::start`] once its files are open and replayed.
 #[derive(Debug)]
-pub(super) struct State {
-    pub(super) fill: Vec<u8>,
-    pub(super) fill_records: u32,
-    pub(super) fill_waiters: u32,
-    /// The `Sync` appenders of the fill buffer, woken one by one after its sync.
-    pub(super) fill_threads: Vec<std::thread::Thread>,
-    pub(super) fill_first_at: Option<Instant>,
-    pub(super) fill_seq_hi: SeqNo,
-    pub(super) spare: Vec<u8>,
-    /// Generation of the fill buffer; buffer `g` is chunk `g` (plus carried records).
-    pub(super) gen_fill: u64,
-    pub(super) next_seq: SeqNo,
-    pub(super) durable_seq: SeqNo,
-    /// `Sync` writers in the last flushed chunk: the group the next flush waits for.
-    pub(super) expected_writers: u32,
-    /// How long the last write+sync took: the group-commit timeout adapts to it.
-    pub(super) last_flush: Duration,
-    pub(super) space_waiters: u32,
-    pub(super) sync_waiters: u32,
-    pub(super) failure: Option<Failure>,
-    pub(super) closing: bool,
-    pub(super) closed: bool,
-    pub(super) flusher_idle: bool,
-    pub(super) stats: LogStats,
+pub(super) struct CoreSetup {
+    pub storage: Arc<dyn Storage>,
+    pub options: LogOptions,
+    pub sink: Sink,
+    pub seq_hi: SeqNo,
+    pub records_recovered: u64,
+    pub oracle: Option<Arc<dyn LiveRecords>>,
+    pub budget: Option<Budget>,
+    pub ring_file: Option<Arc<dyn StorageFile>>,
 }
 
+/// The group-commit writer and its flusher (see the module documentation).
 #[derive(Debug)]
-pub(super) struct Inner {
-    pub(super) state: Mutex<State>,
-    /// The flusher waits here for work.
-    pub(super) work_cv: Condvar,
-    /// Mirror of `State::durable_seq`, read without the state lock.
-    pub(super) durable: AtomicU64,
-    /// Whether `State::failure` is set.
-    pub(super) failed: AtomicBool,
-    /// Appends placed but not finished (applied), per generation.
-    pub(super) unapplied: Mutex<BTreeMap<u64, u32>>,
-    /// Appenders waiting for buffer space, `sync` callers, `close`.
-    pub(super) progress_cv: Condvar,
-    /// The flusher waits here (with `unapplied`) for engines to apply flushed operations.
-    pub(super) applied_cv: Condvar,
-    /// Appenders between entering `append` and placing their record.
-    pub(super) arriving: AtomicUsize,
-    /// `Sync` appenders waiting for their record to be durable.
-    pub(super) sync_waiting: AtomicUsize,
-    /// Cores of the machine (`available_parallelism`, at least 1).
-    pub(super) cores: usize,
-    /// `Sync` waits that yielded at all (`LogStats::sync_waits_yielded`).
-    pub(super) waits_yielded: AtomicU64,
-    /// `Sync` waits not durable when yielding ended (`LogStats::sync_waits_parked`).
-    pub(super) waits_parked: AtomicU64,
-    pub(super) options: LogOptions,
-    pub(super) oracle: RwLock<Option<Arc<dyn LiveRecords>>>,
-    pub(super) segments: Option<Arc<Mutex<super::segments::Segments>>>,
-    pub(super) storage: Arc<dyn Storage>,
-}
-
-/// The coalesced log (see the module documentation of [`crate::log`]).
-#[derive(Debug)]
-pub struct Log {
+pub(super) struct LogCore {
     inner: Arc<Inner>,
     flusher: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl std::fmt::Debug for dyn LiveRecords {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LiveRecords")
-    }
 }
 
 fn check_op(op: &LogOp<'_>) -> Result<()> {
@@ -183,53 +91,20 @@ fn check_op(op: &LogOp<'_>) -> Result<()> {
     }
 }
 
-impl Log {
-    /// Opens the log in `storage` (creating it if absent), passes every record to `replay`
-    /// in sequence order, and starts the flusher. A file that is not a lamina log, a future
-    /// format version, or a retention mode other than the log's is [`Error::Incompatible`];
-    /// a bad chunk followed by valid ones is [`Error::Corruption`].
-    pub fn open(
-        storage: Arc<dyn Storage>,
-        options: LogOptions,
-        mut replay: impl FnMut(Record),
-    ) -> Result<Log> {
-        options.validate()?;
-        let opened = open_sink(&storage, &options)?;
-        let stats =
-            LogStats { records_recovered: opened.records.len() as u64, ..LogStats::default() };
-        for record in opened.records {
-            replay(record);
-        }
-        let segments = match &opened.sink {
-            Sink::Segments(segments) => Some(segments.clone()),
-            Sink::Ring(_) => None,
-        };
-        let seq_hi = opened.seq_hi;
+impl LogCore {
+    /// Starts the flusher over an opened (and replayed) log.
+    pub(super) fn start(setup: CoreSetup) -> Result<LogCore> {
+        let CoreSetup { storage, options, sink, seq_hi, records_recovered, oracle, budget, .. } =
+            setup;
+        let live_bytes = oracle.as_ref().map_or(0, |o| o.live_bytes());
+        let stats = LogStats { records_recovered, ..LogStats::default() };
         let inner = Arc::new(Inner {
-            state: Mutex::new(State {
-                fill: Vec::with_capacity(options.buffer_bytes),
-                fill_records: 0,
-                fill_waiters: 0,
-                fill_threads: Vec::new(),
-                fill_first_at: None,
-                fill_seq_hi: seq_hi,
-                spare: Vec::with_capacity(options.buffer_bytes),
-                gen_fill: 1,
-                next_seq: seq_hi + 1,
-                durable_seq: seq_hi,
-                expected_writers: 1,
-                last_flush: Duration::ZERO,
-                space_waiters: 0,
-                sync_waiters: 0,
-                failure: None,
-                closing: false,
-                closed: false,
-                flusher_idle: false,
-                stats,
-            }),
+            state: Mutex::new(State::new(&options, seq_hi, stats)),
             work_cv: Condvar::new(),
             durable: AtomicU64::new(seq_hi),
             failed: AtomicBool::new(false),
+            rejected: Mutex::new(Vec::new()),
+            any_rejected: AtomicBool::new(false),
             unapplied: Mutex::new(BTreeMap::new()),
             progress_cv: Condvar::new(),
             applied_cv: Condvar::new(),
@@ -239,61 +114,86 @@ impl Log {
             waits_yielded: AtomicU64::new(0),
             waits_parked: AtomicU64::new(0),
             options,
-            oracle: RwLock::new(None),
-            segments,
+            oracle,
+            growth_in_flight: AtomicU64::new(0),
+            budget,
+            ring_file: setup.ring_file,
             storage,
         });
         let flusher_inner = inner.clone();
-        let mut sink = opened.sink;
-        if let Sink::Ring(ring) = &mut sink
-            && inner.options.durability != Durability::Sync
-        {
-            ring.set_apply_before_durable(inner.options.buffer_bytes);
+        let mut sink = sink;
+        if let Sink::Ring(ring) = &mut sink {
+            ring.set_live_bytes(live_bytes);
+            if inner.options.durability != Durability::Sync {
+                ring.set_apply_before_durable(inner.options.buffer_bytes);
+            }
         }
         let handle = std::thread::Builder::new()
             .name("lamina-log-flusher".into())
             .spawn(move || run_flusher(&flusher_inner, sink))
             .map_err(|e| Error::io("starting the log flusher thread", e))?;
-        Ok(Log { inner, flusher: Mutex::new(Some(handle)) })
+        Ok(LogCore { inner, flusher: Mutex::new(Some(handle)) })
     }
 
-    /// Installs the engine's liveness oracle for cyclic garbage collection. Until one is
-    /// installed, nothing is collected (the ring fills up, then writes fail with
-    /// `NoSpace`): copying records forward without knowing which are live would copy puts
-    /// past later deletes of their keys, and once an oracle arrived and those deletes were
-    /// dropped, a crash would bring the keys back (`tests/log_gc_oracle_late.rs`).
-    pub fn set_live_records(&self, oracle: Arc<dyn LiveRecords>) {
-        *self.inner.oracle.write() = Some(oracle);
-    }
-
-    /// Appends `op`; returns its sequence number once the log's durability mode allows
-    /// (`Sync`: after the chunk holding it is synced).
-    pub fn append(&self, op: LogOp<'_>) -> Result<SeqNo> {
-        self.append_with(op, |_| ()).map(|(seq, ())| seq)
+    /// Refuses a write that adds `live_delta > 0` bytes of live data past the disk budget;
+    /// otherwise reserves them until the write is applied (or fails), so that concurrent
+    /// writers cannot all pass the check. Returns the bytes reserved.
+    fn check_budget(&self, live_delta: i64) -> Result<u64> {
+        let (Some(budget), Ok(delta @ 1..)) = (&self.inner.budget, u64::try_from(live_delta))
+        else {
+            return Ok(0);
+        };
+        let oracle = self.inner.oracle.as_deref().expect("a budget belongs to a ring");
+        let live = oracle.live_bytes() + self.inner.growth_in_flight.load(Ordering::Relaxed);
+        if live.saturating_add(delta) > budget.live_bytes_max {
+            return Err(Error::NoSpace {
+                context: format!(
+                    "the log ring {} is at its disk budget of {} bytes: its live records \
+                     ({live} bytes) may take at most {} bytes of it, so this write adding \
+                     {delta} bytes is refused (deletes and overwrites that do not grow the \
+                     data are still accepted); delete data or raise {DISK_BUDGET_OPTION}",
+                    budget.path.display(),
+                    budget.disk_budget_bytes,
+                    budget.live_bytes_max,
+                ),
+            });
+        }
+        self.inner.growth_in_flight.fetch_add(delta, Ordering::Relaxed);
+        Ok(delta)
     }
 
     /// Appends `op`, then runs `apply(seq)` once the record is durable per the log's mode
     /// (under `Sync`, after its sync; otherwise at once) and before the append counts as
-    /// finished. Engines with cyclic retention apply their in-memory change inside `apply`,
-    /// so garbage collection never sees the log ahead of the engine. `apply` must not wait
-    /// for other appends. If the flush fails, `apply` is not called and the error returned.
-    pub fn append_with<R>(
+    /// finished. `live_delta`: bytes of live data the write adds (rings check it against
+    /// the disk budget; 0 or less is never refused for space). If the flush fails, `apply`
+    /// is not called and the error returned.
+    pub(super) fn append_with<R>(
         &self,
         op: LogOp<'_>,
+        live_delta: i64,
         apply: impl FnOnce(SeqNo) -> R,
     ) -> Result<(SeqNo, R)> {
         check_op(&op)?;
         let inner = &*self.inner;
         let len = op.encoded_len();
         if len > inner.options.buffer_bytes {
+            // Only a batch can be this large (the largest put fits the smallest buffer); the
+            // buffer is no option of the public API, so the advice is to split the batch.
             return Err(Error::InvalidArgument(InvalidArgument::Option {
-                name: "buffer_bytes",
+                name: "write batch",
                 reason: format!(
-                    "a record of {len} bytes is larger than the log's write buffer of {} bytes",
+                    "it takes {len} bytes in the log, more than the log's write buffer of {} \
+                     bytes (a batch is logged as one record): split it into smaller batches",
                     inner.options.buffer_bytes
                 ),
             }));
         }
+        let reserved = self.check_budget(live_delta)?;
+        let release = || {
+            if reserved > 0 {
+                inner.growth_in_flight.fetch_sub(reserved, Ordering::Relaxed);
+            }
+        };
         let sync = inner.options.durability == Durability::Sync;
         inner.arriving.fetch_add(1, Ordering::SeqCst);
         let mut st = inner.state.lock();
@@ -302,11 +202,14 @@ impl Log {
                 Some(failure.to_error())
             } else if st.closing || st.closed {
                 Some(Error::Closed)
+            } else if st.stalled.is_some() {
+                retry_stalled(inner, &mut st)
             } else {
                 None
             };
             if let Some(err) = refused {
                 inner.arriving.fetch_sub(1, Ordering::SeqCst);
+                release();
                 return Err(err);
             }
             if st.fill.len() + len <= inner.options.buffer_bytes {
@@ -322,6 +225,9 @@ impl Log {
         let seq = st.next_seq;
         st.next_seq += 1;
         op.encode_to(seq, &mut st.fill);
+        if st.fill_records == 0 {
+            st.fill_seq_lo = seq;
+        }
         st.fill_records += 1;
         st.fill_seq_hi = seq;
         if st.fill_first_at.is_none() {
@@ -341,28 +247,10 @@ impl Log {
         drop(st);
         let mut outcome = Ok(());
         if sync {
-            inner.sync_waiting.fetch_add(1, Ordering::Relaxed);
-            if yield_until_durable(inner, seq) {
-                inner.waits_yielded.fetch_add(1, Ordering::Relaxed);
-            }
-            if inner.durable.load(Ordering::Acquire) < seq {
-                inner.waits_parked.fetch_add(1, Ordering::Relaxed);
-            }
-            // Parked, not on a condition variable: the flusher unparks each waiter directly,
-            // so a woken group does not file through one mutex (group-commit turnaround).
-            while inner.durable.load(Ordering::Acquire) < seq {
-                if inner.failed.load(Ordering::Acquire) {
-                    let st = inner.state.lock();
-                    outcome = Err(st.failure.as_ref().expect("failed is set").to_error());
-                    break;
-                }
-                // Timed: a flusher that died without waking this thread (a panic while the
-                // chunk was in flight) is still noticed.
-                std::thread::park_timeout(FAILURE_RECHECK);
-            }
-            inner.sync_waiting.fetch_sub(1, Ordering::Relaxed);
+            outcome = wait_durable(inner, seq);
         }
         let applied = outcome.map(|()| apply(seq));
+        release();
         let mut unapplied = inner.unapplied.lock();
         let left = unapplied.get_mut(&generation).expect("placed appends are counted");
         *left -= 1;
@@ -374,18 +262,22 @@ impl Log {
         applied.map(|r| (seq, r))
     }
 
-    /// Makes every record appended so far durable.
-    pub fn sync(&self) -> Result<()> {
+    /// Makes every record appended so far durable (records whose chunk was rejected for
+    /// lack of space were reported to their appenders and are not waited for).
+    pub(super) fn sync(&self) -> Result<()> {
         let inner = &*self.inner;
         let mut st = inner.state.lock();
         let target = st.next_seq - 1;
         st.sync_waiters += 1;
         let result = loop {
-            if st.durable_seq >= target {
+            if st.settled_seq >= target {
                 break Ok(());
             }
             if let Some(failure) = &st.failure {
                 break Err(failure.to_error());
+            }
+            if let Some(stalled) = &st.stalled {
+                break Err(stalled.to_error());
             }
             if st.closed {
                 break Err(Error::Closed);
@@ -399,26 +291,15 @@ impl Log {
         result
     }
 
-    /// Truncate retention: removes the segments whose records all have sequence numbers at
-    /// or below `upto` (their effects are persisted elsewhere). Returns segments removed.
-    pub fn truncate(&self, upto: SeqNo) -> Result<usize> {
-        match &self.inner.segments {
-            Some(segments) => segments.lock().truncate(upto),
-            None => Err(Error::Unsupported {
-                what: "truncate on a cyclic log (it collects garbage itself)".into(),
-            }),
-        }
-    }
-
-    /// Flushes and syncs everything appended, stops the flusher, and refuses further
-    /// appends with [`Error::Closed`]. Idempotent.
-    pub fn close(&self) -> Result<()> {
+    /// Flushes and syncs everything appended (and marks the log cleanly closed), stops the
+    /// flusher, and refuses further appends with [`Error::Closed`]. Idempotent.
+    pub(super) fn close(&self) -> Result<()> {
         self.stop(false)
     }
 
     /// Stops the flusher without flushing the fill buffer: what a crash leaves behind.
     /// For crash tests; the log is closed afterwards.
-    pub fn abandon(&self) {
+    pub(super) fn abandon(&self) {
         let _ = self.stop(true);
     }
 
@@ -445,29 +326,83 @@ impl Log {
     }
 
     /// Counters of the log.
-    pub fn stats(&self) -> LogStats {
+    pub(super) fn stats(&self) -> LogStats {
         let st = self.inner.state.lock();
         let mut stats = st.stats.clone();
         stats.next_seq = st.next_seq;
         stats.durable_seq = st.durable_seq;
+        drop(st);
         stats.sync_waits_yielded = self.inner.waits_yielded.load(Ordering::Relaxed);
         stats.sync_waits_parked = self.inner.waits_parked.load(Ordering::Relaxed);
-        if let Some(segments) = &self.inner.segments {
-            let segments = segments.lock();
-            stats.segments = segments.count() as u64;
-            stats.disk_bytes = segments.data_bytes();
+        if let Some(file) = &self.inner.ring_file {
+            stats.file_bytes_allocated = file.allocated_bytes().unwrap_or(0);
+        }
+        if let Some(oracle) = &self.inner.oracle {
+            stats.live_bytes = oracle.live_bytes();
         }
         stats
     }
 
     /// The storage the log writes to (for its I/O counters).
-    pub fn storage(&self) -> &Arc<dyn Storage> {
+    pub(super) fn storage(&self) -> &Arc<dyn Storage> {
         &self.inner.storage
     }
 
     /// The log's options.
-    pub fn options(&self) -> &LogOptions {
+    pub(super) fn options(&self) -> &LogOptions {
         &self.inner.options
+    }
+}
+
+/// Asks the flusher to retry a stalled flush and waits for that attempt; `Some(error)` if
+/// the log is still stalled (or failed, or closing) afterwards, `None` if it resumed.
+fn retry_stalled(inner: &Inner, st: &mut parking_lot::MutexGuard<'_, State>) -> Option<Error> {
+    st.retries_asked += 1;
+    let asked = st.retries_asked;
+    st.retry_waiters += 1;
+    inner.work_cv.notify_one();
+    while st.stalled.is_some() && st.retries_answered < asked && st.failure.is_none() && !st.closing
+    {
+        inner.progress_cv.wait(st);
+    }
+    st.retry_waiters -= 1;
+    if let Some(failure) = &st.failure {
+        return Some(failure.to_error());
+    }
+    st.stalled.as_ref().map(Failure::to_error)
+}
+
+/// Waits (yielding, then parked) until record `seq` is durable; its chunk's rejection or
+/// the log's failure is returned instead.
+fn wait_durable(inner: &Inner, seq: SeqNo) -> Result<()> {
+    inner.sync_waiting.fetch_add(1, Ordering::Relaxed);
+    if yield_until_durable(inner, seq) {
+        inner.waits_yielded.fetch_add(1, Ordering::Relaxed);
+    }
+    if inner.durable.load(Ordering::Acquire) < seq {
+        inner.waits_parked.fetch_add(1, Ordering::Relaxed);
+    }
+    let mut outcome = Ok(());
+    // Parked, not on a condition variable: the flusher unparks each waiter directly, so a
+    // woken group does not file through one mutex (group-commit turnaround).
+    while inner.durable.load(Ordering::Acquire) < seq {
+        if inner.failed.load(Ordering::Acquire) {
+            let st = inner.state.lock();
+            outcome = Err(st.failure.as_ref().expect("failed is set").to_error());
+            break;
+        }
+        if inner.is_rejected(seq) {
+            break;
+        }
+        // Timed: a flusher that died without waking this thread (a panic while the chunk
+        // was in flight) is still noticed.
+        std::thread::park_timeout(FAILURE_RECHECK);
+    }
+    inner.sync_waiting.fetch_sub(1, Ordering::Relaxed);
+    // A rejected chunk's appends fail even if a later chunk is durable by now.
+    match inner.take_rejection(seq) {
+        Some(err) => Err(err),
+        None => outcome,
     }
 }
 
@@ -484,6 +419,7 @@ fn yield_until_durable(inner: &Inner, seq: SeqNo) -> bool {
     let mut yielded = false;
     while inner.durable.load(Ordering::Acquire) < seq
         && !inner.failed.load(Ordering::Acquire)
+        && !inner.any_rejected.load(Ordering::Acquire)
         && inner.sync_waiting.load(Ordering::Relaxed) > inner.cores
         && Instant::now() < until
     {
@@ -493,7 +429,7 @@ fn yield_until_durable(inner: &Inner, seq: SeqNo) -> bool {
     yielded
 }
 
-impl Drop for Log {
+impl Drop for LogCore {
     fn drop(&mut self) {
         let _ = self.stop(false);
     }

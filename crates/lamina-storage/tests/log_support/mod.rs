@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use lamina_core::{BatchOp, Durability, Result, WriteBatch};
 use lamina_storage::log::{
-    LiveRecords, Log, LogOp, LogOptions, Record, RecordOp, Retention, SeqNo,
+    LiveRecords, LogOp, LogOptions, Record, RecordOp, RingLog, RingLogOptions, SegmentLog,
+    SegmentLogOptions, SeqNo, put_record_bytes,
 };
 use lamina_storage::{MemoryStorage, OpenMode, Storage};
 use parking_lot::Mutex;
@@ -29,6 +30,13 @@ pub struct Model {
 impl LiveRecords for Model {
     fn is_current(&self, key: &[u8], seq: SeqNo) -> bool {
         self.map.lock().get(key).is_some_and(|(s, v)| *s == seq && v.is_some())
+    }
+
+    fn live_bytes(&self) -> u64 {
+        let map = self.map.lock();
+        map.iter()
+            .filter_map(|(k, (_, v))| v.as_ref().map(|v| put_record_bytes(k.len(), v.len())))
+            .sum()
     }
 }
 
@@ -59,9 +67,52 @@ impl Model {
         map.iter().filter_map(|(k, (_, v))| Some((k.clone(), v.clone()?))).collect()
     }
 
+    /// Bytes `ops` add to the live records (what the ring's disk budget checks).
+    pub fn live_delta(&self, ops: &[BatchOp]) -> i64 {
+        let map = self.map.lock();
+        let mut after: BTreeMap<&[u8], Option<usize>> = BTreeMap::new();
+        for op in ops {
+            let value = match op {
+                BatchOp::Put { value, .. } => Some(value.len()),
+                BatchOp::Delete { .. } => None,
+            };
+            after.insert(op.key(), value);
+        }
+        let size = |key: &[u8], value: Option<usize>| {
+            value.map_or(0, |v| put_record_bytes(key.len(), v) as i64)
+        };
+        after
+            .into_iter()
+            .map(|(key, value)| {
+                let before = map.get(key).and_then(|(_, v)| v.as_ref().map(Vec::len));
+                size(key, value) - size(key, before)
+            })
+            .sum()
+    }
+
+    /// Logs `ops` to a segmented log and applies them inside its apply hook.
+    pub fn write_segments(&self, log: &SegmentLog, ops: &[BatchOp]) -> Result<SeqNo> {
+        let batch: WriteBatch;
+        let op = match ops {
+            [BatchOp::Put { key, value }] => LogOp::Put { key, value },
+            [BatchOp::Delete { key }] => LogOp::Delete { key },
+            _ => {
+                batch = ops.iter().cloned().collect();
+                LogOp::Batch(&batch)
+            }
+        };
+        let (seq, ()) = log.append_with(op, |seq| {
+            let mut map = self.map.lock();
+            for op in ops {
+                Self::apply_op(&mut map, seq, op);
+            }
+        })?;
+        Ok(seq)
+    }
+
     /// Logs `ops` (one op: put/delete; several: a batch) and applies them inside the log's
     /// apply hook, as an engine must.
-    pub fn write(&self, log: &Log, ops: &[BatchOp]) -> Result<SeqNo> {
+    pub fn write(&self, log: &RingLog, ops: &[BatchOp]) -> Result<SeqNo> {
         let batch: WriteBatch;
         let op = match ops {
             [BatchOp::Put { key, value }] => LogOp::Put { key, value },
@@ -74,7 +125,8 @@ impl Model {
         let delay = self.slow_apply.as_ref().and_then(|(key, delay)| {
             ops.iter().any(|op| op.key() == key.as_slice()).then_some(*delay)
         });
-        let (seq, ()) = log.append_with(op, |seq| {
+        let live_delta = self.live_delta(ops);
+        let (seq, ()) = log.append_with(op, live_delta, |seq| {
             if let Some(delay) = delay {
                 std::thread::sleep(delay);
             }
@@ -97,35 +149,64 @@ pub fn record_ops(op: &RecordOp) -> Vec<BatchOp> {
     }
 }
 
-/// Opens `log` over `storage`, replaying into a fresh model that then serves as its oracle.
+/// Opens the ring over `storage`, replaying into a fresh model that serves as its oracle.
 pub fn open_with_model(
     storage: Arc<dyn Storage>,
-    options: LogOptions,
-) -> Result<(Log, Arc<Model>)> {
+    options: RingLogOptions,
+) -> Result<(RingLog, Arc<Model>)> {
     open_with(storage, options, Model::default())
 }
 
 /// [`open_with_model`] with a model of the caller's (empty, its knobs set).
 pub fn open_with(
     storage: Arc<dyn Storage>,
-    options: LogOptions,
+    options: RingLogOptions,
     model: Model,
-) -> Result<(Log, Arc<Model>)> {
+) -> Result<(RingLog, Arc<Model>)> {
     assert!(model.map.lock().is_empty(), "the model is rebuilt from the log");
     let model = Arc::new(model);
-    let log = Log::open(storage, options, |record| model.apply_record(&record))?;
-    log.set_live_records(model.clone());
+    let oracle: Arc<dyn LiveRecords> = model.clone();
+    let log = RingLog::open(storage, options, oracle, |record| model.apply_record(&record))?;
     Ok((log, model))
 }
 
-pub fn small_options(retention: Retention, durability: Durability) -> LogOptions {
-    LogOptions { retention, durability, buffer_bytes: 16 * 1024, ..LogOptions::default() }
+/// Opens a segmented log over `storage`, replaying into a fresh model.
+pub fn open_segments_with_model(
+    storage: Arc<dyn Storage>,
+    options: SegmentLogOptions,
+) -> Result<(SegmentLog, Arc<Model>)> {
+    let model = Arc::new(Model::default());
+    let log = SegmentLog::open(storage, options, |record| model.apply_record(&record))?;
+    Ok((log, model))
 }
 
-/// The smallest ring the small options accept.
-pub fn small_ring() -> Retention {
-    let options = small_options(Retention::Cyclic { capacity_bytes: 0 }, Durability::Sync);
-    Retention::Cyclic { capacity_bytes: options.ring_bytes_min() }
+/// Small write buffers (16 KiB), so that tests fill chunks and segments quickly.
+pub fn small_log(durability: Durability) -> LogOptions {
+    LogOptions { durability, buffer_bytes: 16 * 1024, ..LogOptions::default() }
+}
+
+/// A segmented log of `segment_bytes` segments with small buffers.
+pub fn small_segments(segment_bytes: u64, durability: Durability) -> SegmentLogOptions {
+    SegmentLogOptions { log: small_log(durability), segment_bytes }
+}
+
+/// A growable ring with small buffers and the smallest segments they allow, no budget.
+pub fn small_growable_ring(durability: Durability) -> RingLogOptions {
+    let options = RingLogOptions { log: small_log(durability), ..RingLogOptions::default() };
+    RingLogOptions { segment_bytes: Some(options.segment_bytes_min()), ..options }
+}
+
+/// The fixed ring of the contest paper: one smallest segment, and a disk budget that
+/// allows no more.
+pub fn small_fixed_ring(durability: Durability) -> RingLogOptions {
+    let options = small_growable_ring(durability);
+    let segment = options.segment_bytes.unwrap();
+    RingLogOptions { disk_budget_bytes: Some(4096 + segment), ..options }
+}
+
+/// Bytes of the smallest ring segment the small options allow.
+pub fn small_segment_bytes() -> u64 {
+    small_growable_ring(Durability::Sync).segment_bytes.unwrap()
 }
 
 pub fn key(i: u64) -> Vec<u8> {
@@ -140,7 +221,7 @@ pub fn value(i: u64, round: u64, len: usize) -> Vec<u8> {
 
 /// What a recovery would find if the machine lost power now: the log's files copied (every
 /// acknowledged chunk is synced; no append may be in flight) and opened into a fresh model.
-pub fn recovered_now(storage: &Arc<dyn Storage>, options: &LogOptions) -> Model {
+pub fn recovered_now(storage: &Arc<dyn Storage>, options: &RingLogOptions) -> Model {
     let copy: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     for name in storage.list().unwrap() {
         let bytes = storage.read_all(&name).unwrap();
@@ -148,8 +229,96 @@ pub fn recovered_now(storage: &Arc<dyn Storage>, options: &LogOptions) -> Model 
         file.write_all_at(0, &bytes).unwrap();
         file.sync_data().unwrap();
     }
-    let model = Model::default();
-    let log = Log::open(copy, options.clone(), |record| model.apply_record(&record)).unwrap();
+    let model = Arc::new(Model::default());
+    let oracle: Arc<dyn LiveRecords> = model.clone();
+    let log =
+        RingLog::open(copy, options.clone(), oracle, |record| model.apply_record(&record)).unwrap();
     log.close().unwrap();
-    model
+    drop(log);
+    Arc::into_inner(model).expect("the log is gone")
+}
+
+/// Either log's options, for tests that run against both.
+#[derive(Debug, Clone)]
+pub enum AnyOptions {
+    Ring(RingLogOptions),
+    Segments(SegmentLogOptions),
+}
+
+/// Either log, for tests that run against both.
+#[derive(Debug)]
+pub enum AnyLog {
+    Ring(RingLog),
+    Segments(SegmentLog),
+}
+
+impl AnyLog {
+    /// Opens the log, replaying into `model` (which must be empty and, for a ring, is its
+    /// oracle) and calling `replay` with each record too.
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        options: &AnyOptions,
+        model: &Arc<Model>,
+        mut replay: impl FnMut(&Record),
+    ) -> Result<AnyLog> {
+        let apply = |record: Record| {
+            model.apply_record(&record);
+            replay(&record);
+        };
+        Ok(match options {
+            AnyOptions::Ring(options) => {
+                let oracle: Arc<dyn LiveRecords> = model.clone();
+                AnyLog::Ring(RingLog::open(storage, options.clone(), oracle, apply)?)
+            }
+            AnyOptions::Segments(options) => {
+                AnyLog::Segments(SegmentLog::open(storage, options.clone(), apply)?)
+            }
+        })
+    }
+
+    /// Opens the log into a fresh model.
+    pub fn open_with_model(
+        storage: Arc<dyn Storage>,
+        options: &AnyOptions,
+    ) -> Result<(AnyLog, Arc<Model>)> {
+        let model = Arc::new(Model::default());
+        let log = AnyLog::open(storage, options, &model, |_| {})?;
+        Ok((log, model))
+    }
+
+    /// [`Model::write`] or [`Model::write_segments`].
+    pub fn write(&self, model: &Model, ops: &[BatchOp]) -> Result<SeqNo> {
+        match self {
+            AnyLog::Ring(log) => model.write(log, ops),
+            AnyLog::Segments(log) => model.write_segments(log, ops),
+        }
+    }
+
+    pub fn sync(&self) -> Result<()> {
+        match self {
+            AnyLog::Ring(log) => log.sync(),
+            AnyLog::Segments(log) => log.sync(),
+        }
+    }
+
+    pub fn close(&self) -> Result<()> {
+        match self {
+            AnyLog::Ring(log) => log.close(),
+            AnyLog::Segments(log) => log.close(),
+        }
+    }
+
+    pub fn abandon(&self) {
+        match self {
+            AnyLog::Ring(log) => log.abandon(),
+            AnyLog::Segments(log) => log.abandon(),
+        }
+    }
+
+    pub fn stats(&self) -> lamina_storage::log::LogStats {
+        match self {
+            AnyLog::Ring(log) => log.stats(),
+            AnyLog::Segments(log) => log.stats(),
+        }
+    }
 }

@@ -1,0 +1,120 @@
+//! [`SegmentLog`]: the group-commit log with truncate retention, for engines that persist
+//! their data elsewhere and then drop the log records that data covers (the FD+tree's
+//! write-ahead log).
+
+use std::sync::Arc;
+
+use lamina_core::Result;
+use parking_lot::Mutex;
+
+use super::options::{LogOptions, SegmentLogOptions};
+use super::record::{LogOp, Record, SeqNo};
+use super::recovery::Sink;
+use super::segment_recovery::open_segments;
+use super::segments::Segments;
+use super::stats::LogStats;
+use super::writer::{CoreSetup, LogCore};
+use crate::backend::Storage;
+
+/// A log of segment files `{prefix}-{index:016x}.seg`: appends are grouped into chunks
+/// (group commit), and [`SegmentLog::truncate`] removes the segments whose records the
+/// engine has persisted elsewhere. Byte layout: `docs/format/log.md`.
+#[derive(Debug)]
+pub struct SegmentLog {
+    core: LogCore,
+    segments: Arc<Mutex<Segments>>,
+}
+
+impl SegmentLog {
+    /// Opens the log in `storage` (creating it if absent), passes every record to `replay`
+    /// in sequence order, and starts the flusher. A file that is not a lamina log, a future
+    /// format version, or a ring under the same prefix is [`lamina_core::Error::Incompatible`];
+    /// a bad chunk anywhere but a crash's torn tail is [`lamina_core::Error::Corruption`].
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        options: SegmentLogOptions,
+        mut replay: impl FnMut(Record),
+    ) -> Result<SegmentLog> {
+        options.validate()?;
+        let opened = open_segments(&storage, &options)?;
+        let records_recovered = opened.records.len() as u64;
+        for record in opened.records {
+            replay(record);
+        }
+        let Sink::Segments(segments) = &opened.sink else {
+            unreachable!("open_segments opens segments")
+        };
+        let segments = segments.clone();
+        let core = LogCore::start(CoreSetup {
+            storage,
+            options: options.log,
+            sink: opened.sink,
+            seq_hi: opened.seq_hi,
+            records_recovered,
+            oracle: None,
+            budget: None,
+            ring_file: None,
+        })?;
+        Ok(SegmentLog { core, segments })
+    }
+
+    /// Appends `op`; returns its sequence number once the log's durability mode allows
+    /// (`Sync`: after the chunk holding it is synced).
+    pub fn append(&self, op: LogOp<'_>) -> Result<SeqNo> {
+        self.append_with(op, |_| ()).map(|(seq, ())| seq)
+    }
+
+    /// Appends `op`, then runs `apply(seq)` once the record is durable per the log's mode
+    /// (under `Sync`, after its sync; otherwise at once). If the flush fails, `apply` is not
+    /// called and the error returned.
+    pub fn append_with<R>(
+        &self,
+        op: LogOp<'_>,
+        apply: impl FnOnce(SeqNo) -> R,
+    ) -> Result<(SeqNo, R)> {
+        self.core.append_with(op, 0, apply)
+    }
+
+    /// Makes every record appended so far durable.
+    pub fn sync(&self) -> Result<()> {
+        self.core.sync()
+    }
+
+    /// Removes the segments whose records all have sequence numbers at or below `upto`
+    /// (their effects are persisted elsewhere). Returns segments removed.
+    pub fn truncate(&self, upto: SeqNo) -> Result<usize> {
+        self.segments.lock().truncate(upto)
+    }
+
+    /// Flushes and syncs everything appended, ends the log with a chunk marking the clean
+    /// close, stops the flusher, and refuses further appends with
+    /// [`lamina_core::Error::Closed`]. Idempotent.
+    pub fn close(&self) -> Result<()> {
+        self.core.close()
+    }
+
+    /// Stops the flusher without flushing the fill buffer: what a crash leaves behind.
+    /// For crash tests; the log is closed afterwards.
+    pub fn abandon(&self) {
+        self.core.abandon();
+    }
+
+    /// Counters of the log.
+    pub fn stats(&self) -> LogStats {
+        let mut stats = self.core.stats();
+        let segments = self.segments.lock();
+        stats.segments = segments.count() as u64;
+        stats.disk_bytes = segments.data_bytes();
+        stats
+    }
+
+    /// The storage the log writes to (for its I/O counters).
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        self.core.storage()
+    }
+
+    /// The log's options.
+    pub fn options(&self) -> &LogOptions {
+        self.core.options()
+    }
+}

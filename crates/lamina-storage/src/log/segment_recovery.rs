@@ -1,0 +1,163 @@
+//! Opening a segmented log: creating its first segment, or reading its segments back.
+//!
+//! Chunks are read in order from each segment; a bad chunk in a segment that is not the
+//! last, or one followed by any valid chunk of this log later in the last segment (a clean
+//! close always writes one), is [`Error::Corruption`]. Otherwise it is a torn tail (a crash
+//! in mid-flush): the file is cut there and writing resumes.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use lamina_core::{Error, Result};
+
+use super::chunk::{BLOCK_BYTES, FILE_HEADER_BYTES, FileKind};
+use super::options::SegmentLogOptions;
+use super::recovery::{
+    Opened, Sink, decode_payload, list_log_files, new_log_id, read_chunk, read_file_header,
+};
+use super::segments::{Segment, Segments};
+use crate::backend::{Storage, StorageFile};
+
+/// Opens or creates the segmented log described by `options` in `storage`.
+pub(crate) fn open_segments(
+    storage: &Arc<dyn Storage>,
+    options: &SegmentLogOptions,
+) -> Result<Opened> {
+    let prefix = &options.log.file_prefix;
+    let (has_ring, segments) = list_log_files(storage.as_ref(), prefix)?;
+    if has_ring {
+        return Err(Error::Incompatible {
+            reason: format!("the log {prefix} is a ring; opened as a segmented log"),
+        });
+    }
+    if !segments.is_empty() {
+        return recover_segments(storage, &segments, options);
+    }
+    let log_id = new_log_id();
+    let segment =
+        Segments::create_segment(storage.as_ref(), prefix, log_id, options.segment_bytes, 0, 0, 0)?;
+    let segments = Segments::new(
+        storage.clone(),
+        prefix.clone(),
+        log_id,
+        options.segment_bytes,
+        VecDeque::from([segment]),
+        0,
+    );
+    Ok(Opened {
+        sink: Sink::Segments(Arc::new(parking_lot::Mutex::new(segments))),
+        records: Vec::new(),
+        seq_hi: 0,
+    })
+}
+
+fn recover_segments(
+    storage: &Arc<dyn Storage>,
+    names: &[(u64, String)],
+    options: &SegmentLogOptions,
+) -> Result<Opened> {
+    let mut files = VecDeque::new();
+    let mut records = Vec::new();
+    let mut seq_hi = 0;
+    let mut log_id = None;
+    let mut head = 0;
+    let mut segment_bytes = 0;
+    for (i, (index, name)) in names.iter().enumerate() {
+        let last = i + 1 == names.len();
+        let (file, header, len) = read_file_header(storage.as_ref(), name)?;
+        let path = storage.path_of(name);
+        if header.kind != FileKind::Segment || header.file_index != *index {
+            return Err(Error::corruption(&path, 0, "segment header does not match its name"));
+        }
+        if *log_id.get_or_insert(header.log_id) != header.log_id {
+            return Err(Error::Incompatible {
+                reason: format!("{} belongs to another log", path.display()),
+            });
+        }
+        if i > 0 && header.base_pos != head {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("segment starts at {} not {head}", header.base_pos),
+            ));
+        }
+        segment_bytes = header.capacity_bytes;
+        seq_hi = seq_hi.max(header.seq_floor);
+        let limit = len.min(FILE_HEADER_BYTES + header.capacity_bytes);
+        let mut offset = FILE_HEADER_BYTES;
+        let mut expected = header.base_pos;
+        let mut segment_seq_hi = header.seq_floor;
+        while offset < len {
+            match read_chunk(file.as_ref(), offset, limit, header.log_id)? {
+                Some((chunk, payload)) if chunk.pos == expected => {
+                    records.extend(decode_payload(&payload, &path, offset)?);
+                    segment_seq_hi = segment_seq_hi.max(chunk.seq_hi);
+                    offset += chunk.chunk_len();
+                    expected = chunk.end();
+                }
+                _ => {
+                    if !last
+                        || valid_chunk_after(file.as_ref(), offset, limit, header.log_id, expected)?
+                    {
+                        return Err(Error::corruption(
+                            &path,
+                            offset,
+                            "damaged chunk followed by valid chunks",
+                        ));
+                    }
+                    // A torn tail from a crash in mid-flush: cut it off.
+                    file.set_len(offset)?;
+                    file.sync_data()?;
+                    break;
+                }
+            }
+        }
+        seq_hi = seq_hi.max(segment_seq_hi);
+        head = expected;
+        files.push_back(Segment {
+            index: *index,
+            name: name.clone(),
+            file,
+            base_pos: header.base_pos,
+            data_len: offset - FILE_HEADER_BYTES,
+            capacity_bytes: header.capacity_bytes,
+            seq_hi: segment_seq_hi,
+        });
+    }
+    let log_id = log_id.expect("at least one segment");
+    // Segment size stays what the log was created with.
+    let segment_bytes = segment_bytes.max(options.log.chunk_bytes_max());
+    records.sort_by_key(|r| r.seq);
+    let segments = Segments::new(
+        storage.clone(),
+        options.log.file_prefix.clone(),
+        log_id,
+        segment_bytes,
+        files,
+        head,
+    );
+    Ok(Opened {
+        sink: Sink::Segments(Arc::new(parking_lot::Mutex::new(segments))),
+        records,
+        seq_hi,
+    })
+}
+
+fn valid_chunk_after(
+    file: &dyn StorageFile,
+    bad: u64,
+    limit: u64,
+    log_id: u64,
+    expected: u64,
+) -> Result<bool> {
+    let mut offset = bad + BLOCK_BYTES as u64;
+    while offset < limit {
+        if let Some((chunk, _)) = read_chunk(file, offset, limit, log_id)?
+            && chunk.pos > expected
+        {
+            return Ok(true);
+        }
+        offset += BLOCK_BYTES as u64;
+    }
+    Ok(false)
+}
