@@ -3,7 +3,8 @@
 //! valid encodings with flipped bytes, truncations and extensions, and, for the checksummed
 //! structures, arbitrary or mutated contents sealed with a correct checksum (random bytes
 //! almost never pass a CRC, which would hide the parser behind it). Valid encodings
-//! roundtrip; whatever a decoder accepts re-encodes to something that decodes the same.
+//! roundtrip; whatever a decoder accepts re-encodes to the bytes it was decoded from (every
+//! encoding is canonical) or, for records checked by `decode_checked`, to the same value.
 //! What a decoder accepted is then used the way the engine uses it (entries iterated and
 //! searched, a filter probed, an index queried), which must not panic either.
 //!
@@ -209,8 +210,9 @@ fn seal(body: &[u8]) -> Vec<u8> {
 fn decode_index(bytes: &[u8]) -> Option<(LevelIndex, LevelStats)> {
     let (index, stats) = LevelIndex::decode(bytes, FILE, KEY_MAX, BLOCK_BYTES as u32).ok()?;
     use_index(&index, &probes());
-    // What was accepted re-encodes to bytes that decode the same.
+    // What was accepted re-encodes to the same bytes (the encoding is canonical).
     let again = index.encode(FILE, &stats);
+    assert_eq!(again, bytes, "an accepted index does not re-encode to its bytes");
     let (back, back_stats) = LevelIndex::decode(&again, FILE, KEY_MAX, BLOCK_BYTES as u32)
         .unwrap_or_else(|e| panic!("re-encoded index refused: {e}"));
     assert_eq!(back.encode(FILE, &back_stats), again);
@@ -224,6 +226,7 @@ fn fence_list(f: &Fences) -> Vec<(Vec<u8>, BlockPtr)> {
 
 fn decode_fences(bytes: &[u8]) -> Option<Fences> {
     let f = fences::decode(bytes, KEY_MAX).ok()?;
+    assert_eq!(fences::encode(&f), bytes, "accepted fences do not re-encode to their bytes");
     let again = fences::decode(&fences::encode(&f), KEY_MAX)
         .unwrap_or_else(|e| panic!("re-encoded fences refused: {e}"));
     assert_eq!(fence_list(&again), fence_list(&f));
@@ -232,12 +235,14 @@ fn decode_fences(bytes: &[u8]) -> Option<Fences> {
 }
 
 fn decode_bloom(bytes: &[u8]) -> Option<Bloom> {
-    let bloom = Bloom::decode_from(&mut Reader::new(bytes)).ok()?;
+    let mut reader = Reader::new(bytes);
+    let bloom = Bloom::decode_from(&mut reader).ok()?;
     for k in probes() {
         let _ = bloom.may_contain(&k);
     }
     let mut again = Vec::new();
     bloom.encode_to(&mut again);
+    assert_eq!(again, bytes[..reader.position()], "an accepted filter re-encodes differently");
     let back = Bloom::decode_from(&mut Reader::new(&again))
         .unwrap_or_else(|e| panic!("re-encoded filter refused: {e}"));
     let mut twice = Vec::new();
