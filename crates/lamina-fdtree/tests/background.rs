@@ -54,8 +54,17 @@ fn merge_due_or_running(db: &FdTree) -> bool {
     db.with_tree(|t| t.merge_due().is_some() || t.merge_in_progress()).unwrap()
 }
 
+/// How long a call may take before it counts as a hang.
+const CALL_TIME_MAX: Duration = Duration::from_mins(1);
+/// How long a modification refused after a failure may take (it must not wait).
+const REFUSAL_TIME_MAX: Duration = Duration::from_secs(10);
+
 fn key(i: u64) -> [u8; 8] {
     i.to_be_bytes()
+}
+
+fn has_extension(name: &str, ext: &str) -> bool {
+    std::path::Path::new(name).extension().is_some_and(|e| e == ext)
 }
 
 fn all(db: &FdTree) -> BTreeMap<Vec<u8>, Vec<u8>> {
@@ -357,9 +366,7 @@ fn workload(db: FdTree, steps: u64, keys: u64, at: &str) -> Outcome {
         if i % 3 == 2 {
             let d = db.clone();
             let flushed =
-                within(&format!("{at}: flush at step {i}"), Duration::from_secs(60), move || {
-                    d.flush()
-                });
+                within(&format!("{at}: flush at step {i}"), CALL_TIME_MAX, move || d.flush());
             match flushed {
                 Ok(()) | Err(Error::NoSpace { .. }) => {}
                 Err(e) => {
@@ -369,11 +376,10 @@ fn workload(db: FdTree, steps: u64, keys: u64, at: &str) -> Outcome {
             }
         }
         let d = db.clone();
-        let waited = within(
-            &format!("{at}: wait_for_merges at step {i}"),
-            Duration::from_secs(60),
-            move || d.wait_for_merges(),
-        );
+        let waited =
+            within(&format!("{at}: wait_for_merges at step {i}"), CALL_TIME_MAX, move || {
+                d.wait_for_merges()
+            });
         if let Err(e) = waited {
             failure = Some(e);
             break;
@@ -387,9 +393,8 @@ fn workload(db: FdTree, steps: u64, keys: u64, at: &str) -> Outcome {
 /// without one, the tree verifies. Returns whether the failure was sticky.
 fn check_outcome(out: &Outcome, expected: &BTreeMap<Vec<u8>, Vec<u8>>, at: &str) -> bool {
     let db = out.db.clone();
-    let scanned = within(&format!("{at}: scan"), Duration::from_secs(60), move || {
-        db.scan(&KeyRange::all(), 1 << 20)
-    });
+    let scanned =
+        within(&format!("{at}: scan"), CALL_TIME_MAX, move || db.scan(&KeyRange::all(), 1 << 20));
     let scanned: BTreeMap<_, _> =
         scanned.unwrap_or_else(|e| panic!("{at}: scan failed: {e}")).into_iter().collect();
     assert_eq!(scanned, out.oracle, "{at}");
@@ -400,14 +405,14 @@ fn check_outcome(out: &Outcome, expected: &BTreeMap<Vec<u8>, Vec<u8>>, at: &str)
         // A full disk (or a failure nobody needed to report) was waited out.
         assert_eq!(&out.oracle, expected, "{at}");
         let db = out.db.clone();
-        within(&format!("{at}: verify"), Duration::from_secs(60), move || db.verify())
+        within(&format!("{at}: verify"), CALL_TIME_MAX, move || db.verify())
             .unwrap_or_else(|e| panic!("{at}: verify: {e}"));
         return false;
     };
     assert!(matches!(e, Error::Io { .. }), "{at}: {e}");
     // Sticky: every modification gets the error; nothing waits or spins.
     let db = out.db.clone();
-    let refused = within(&format!("{at}: a put after the failure"), Duration::from_secs(10), {
+    let refused = within(&format!("{at}: a put after the failure"), REFUSAL_TIME_MAX, {
         move || db.put(&key(7), b"after")
     });
     assert!(refused.is_err(), "{at}: a put was accepted after {e}");
@@ -421,7 +426,7 @@ fn check_outcome(out: &Outcome, expected: &BTreeMap<Vec<u8>, Vec<u8>>, at: &str)
         ("sync", |db: &FdTree| db.sync()),
     ] {
         let db = out.db.clone();
-        let r = within(&format!("{at}: {what}"), Duration::from_secs(10), move || check(&db));
+        let r = within(&format!("{at}: {what}"), REFUSAL_TIME_MAX, move || check(&db));
         assert!(r.is_err(), "{at}: {what} succeeded after {e}");
     }
     assert_eq!(out.db.get(&key(7)).unwrap(), out.oracle.get(&key(7)[..]).cloned());
@@ -467,8 +472,8 @@ fn a_failed_background_merge_or_flush(mode: FcMode) {
             let parts =
                 out.db.with_tree(|t| t.materialized_labels().len() - 1 + t.run_count()).unwrap();
             let files = storage.list().unwrap();
-            let lvl = files.iter().filter(|n| n.ends_with(".lvl")).count();
-            let idx = files.iter().filter(|n| n.ends_with(".idx")).count();
+            let lvl = files.iter().filter(|n| has_extension(n, "lvl")).count();
+            let idx = files.iter().filter(|n| has_extension(n, "idx")).count();
             if lvl > parts + 1 || idx > parts + 1 {
                 leaks.push(format!("{at}: {parts} levels and runs, files {files:?}"));
             }

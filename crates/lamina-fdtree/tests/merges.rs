@@ -451,7 +451,7 @@ fn corrupt_segments_are_reported_not_served() {
         .list()
         .unwrap()
         .into_iter()
-        .filter(|n| n.ends_with(".lvl"))
+        .filter(|n| std::path::Path::new(n).extension().is_some_and(|e| e == "lvl"))
         .max_by_key(|n| storage.open(n, OpenMode::Existing).unwrap().len().unwrap())
         .unwrap();
     let file = storage.open(&name, OpenMode::Existing).unwrap();
