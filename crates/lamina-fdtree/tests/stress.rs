@@ -138,6 +138,7 @@ fn long_merges_with_readers_and_writers(mode: FcMode) {
     const KEYS: u64 = 12_000;
     const WRITERS: u64 = 2;
     const ROUNDS: u32 = 8;
+    const BATCHES_MAX: u32 = 20;
     let options = FdTreeOptions {
         mode,
         memory_budget_bytes: 8 << 10,
@@ -186,29 +187,40 @@ fn long_merges_with_readers_and_writers(mode: FcMode) {
             })
         })
         .collect();
-    let writers: Vec<_> = (0..WRITERS)
-        .map(|w| {
-            let db = db.clone();
-            std::thread::spawn(move || {
-                for round in 1..=ROUNDS {
-                    for k in (w..KEYS).step_by(WRITERS as usize * 3) {
-                        db.put(&k.to_be_bytes(), &round.to_le_bytes()).unwrap();
+    // Writers run ROUNDS rounds; when the scheduler paced the merger so that no full merge
+    // ran (or was started and then finished by `wait_for_merges`), they run ROUNDS more, up
+    // to BATCHES_MAX times, so the assertion below does not depend on timing.
+    let mut last_round = 0u32;
+    for _ in 0..BATCHES_MAX {
+        let first_round = last_round + 1;
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let db = db.clone();
+                std::thread::spawn(move || {
+                    for round in first_round..first_round + ROUNDS {
+                        for k in (w..KEYS).step_by(WRITERS as usize * 3) {
+                            db.put(&k.to_be_bytes(), &round.to_le_bytes()).unwrap();
+                        }
                     }
-                }
+                })
             })
-        })
-        .collect();
-    for w in writers {
-        w.join().unwrap();
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        last_round += ROUNDS;
+        db.wait_for_merges().unwrap();
+        if db.with_tree(|t| t.merge_counts().full).unwrap() > full_before {
+            break;
+        }
     }
-    db.wait_for_merges().unwrap();
     done.store(true, Ordering::Relaxed);
     for r in readers {
         r.join().unwrap();
     }
     db.verify().unwrap();
     for k in 0..KEYS {
-        let expected = if k % (WRITERS * 3) < WRITERS { ROUNDS } else { 0 };
+        let expected = if k % (WRITERS * 3) < WRITERS { last_round } else { 0 };
         let v = db.get(&k.to_be_bytes()).unwrap().unwrap();
         assert_eq!(v, expected.to_le_bytes(), "key {k}");
     }

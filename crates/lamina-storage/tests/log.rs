@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lamina_core::{BatchOp, Durability, Error, WriteBatch};
+use lamina_storage::log::chunk::FileHeader;
 use lamina_storage::log::{LogOp, Record, RingLog, RingLogOptions, SegmentLog, SegmentLogOptions};
 use lamina_storage::{MemoryStorage, OpenMode, Storage};
 use log_support::{
@@ -221,21 +222,24 @@ fn oversized_input_is_refused_and_changes_nothing() {
 }
 
 #[test]
-fn foreign_or_future_files_are_incompatible() {
+fn foreign_or_future_files_are_refused() {
     let options = small_segments(1 << 20, Durability::Sync);
-    // Not a lamina log at all.
+    // Not a lamina log at all, at a log's name: a damaged log file.
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let file = storage.open("wal-0000000000000000.seg", OpenMode::Create).unwrap();
     file.write_all_at(0, &vec![b'x'; 8192]).unwrap();
     let err = SegmentLog::open(storage, options.clone(), |_| {}).unwrap_err();
     assert!(
-        matches!(err, Error::Incompatible { .. }) && err.to_string().contains("not a lamina log")
+        matches!(err, Error::Corruption { .. }) && err.to_string().contains("not a lamina log")
     );
-    // A future format version.
+    // A future format version (a valid header of a version this build does not read).
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     SegmentLog::open(storage.clone(), options.clone(), |_| {}).unwrap().close().unwrap();
     let file = storage.open("wal-0000000000000000.seg", OpenMode::Existing).unwrap();
-    file.write_all_at(8, &7u32.to_le_bytes()).unwrap();
+    let mut block = vec![0u8; 4096];
+    file.read_exact_at(0, &mut block).unwrap();
+    let header = FileHeader::parse(&block, std::path::Path::new("seg")).unwrap();
+    file.write_all_at(0, &FileHeader { version: 7, ..header }.to_block()).unwrap();
     let err = SegmentLog::open(storage.clone(), options.clone(), |_| {}).unwrap_err();
     assert!(
         matches!(err, Error::Incompatible { .. }) && err.to_string().contains("version 7"),

@@ -127,18 +127,13 @@ impl FdTree {
                 },
             };
             let mut records = Vec::new();
-            let log = SegmentLog::open(storage.clone(), log_options, |r| records.push(r))?;
-            let next = log.stats().next_seq;
-            if next <= tree.applied_seq {
-                return Err(Error::corruption(
-                    storage.path_of(LOG_FILE_PREFIX),
-                    0,
-                    format!(
-                        "the log ends at {next}, before the committed state ({})",
-                        tree.applied_seq
-                    ),
-                ));
-            }
+            // The commit synced the log through `applied_seq` before the superblock: a log
+            // that ends earlier is damaged, refused before the log changes anything.
+            let log =
+                SegmentLog::open_committed(storage.clone(), log_options, tree.applied_seq, |r| {
+                    records.push(r);
+                })?;
+            debug_assert!(log.stats().next_seq > tree.applied_seq);
             (tree, Some(persist), Some(Arc::new(log)), records)
         } else {
             (Tree::new(params.clone(), store.clone()), None, None, Vec::new())

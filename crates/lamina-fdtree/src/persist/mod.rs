@@ -115,6 +115,10 @@ impl Tree {
     pub fn recover(params: Params, store: BlockStore, must_exist: bool) -> Result<(Tree, Persist)> {
         let storage = store.storage().clone();
         let existed = storage.exists(SUPERBLOCK_FILE_NAME)?;
+        if !existed {
+            // Refused before the superblock file is created: a refused open changes nothing.
+            refuse_missing_superblock(&storage, must_exist)?;
+        }
         let mut superblock = Superblock::open(
             storage.clone(),
             SUPERBLOCK_FILE_NAME,
@@ -127,11 +131,7 @@ impl Tree {
             if superblock.slots().iter().any(|s| matches!(s, SlotState::Damaged { .. })) {
                 return Err(Error::corruption(path, 0, "the only superblock commit is damaged"));
             }
-            let data: Vec<String> = storage
-                .list()?
-                .into_iter()
-                .filter(|n| parse_file_name(n).is_some() || n.starts_with(LOG_FILE_PREFIX))
-                .collect();
+            let data = data_files(&storage)?;
             if must_exist || existed || !data.is_empty() {
                 return Err(Error::corruption(
                     path,
@@ -301,4 +301,35 @@ impl Tree {
     pub(crate) fn take_obsolete(&mut self) -> Vec<u32> {
         std::mem::take(&mut self.obsolete_files)
     }
+}
+
+/// The files of a tree's data: level files and log segments.
+fn data_files(storage: &Arc<dyn lamina_storage::Storage>) -> Result<Vec<String>> {
+    Ok(storage
+        .list()?
+        .into_iter()
+        .filter(|n| parse_file_name(n).is_some() || n.starts_with(LOG_FILE_PREFIX))
+        .collect())
+}
+
+/// A missing superblock is a new tree only when nothing says a tree was created: neither the
+/// caller (`must_exist`, from the `LAMINA` file) nor data files. Otherwise `Corruption`
+/// naming the superblock, never an empty tree started over the data.
+fn refuse_missing_superblock(
+    storage: &Arc<dyn lamina_storage::Storage>,
+    must_exist: bool,
+) -> Result<()> {
+    let data = data_files(storage)?;
+    if must_exist || !data.is_empty() {
+        return Err(Error::corruption(
+            storage.path_of(SUPERBLOCK_FILE_NAME),
+            0,
+            format!(
+                "the superblock is missing but the tree was created ({} data files); refusing \
+                 to start an empty tree over it",
+                data.len()
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -170,10 +170,21 @@ impl FileHeader {
     /// Parses block 0 of `path`: not a lamina log or a future version is
     /// [`Error::Incompatible`]; a damaged header is [`Error::Corruption`].
     pub fn parse(block: &[u8], path: &Path) -> Result<FileHeader> {
-        if block.len() < FILE_HEADER_ENCODED || block[..8] != FILE_MAGIC {
-            return Err(Error::Incompatible {
-                reason: format!("{} is not a lamina log file (bad magic)", path.display()),
-            });
+        // Log files are written whole under a temporary name and renamed into place, so a
+        // file at a log name whose header is cut short, lacks the magic or fails its checksum
+        // is damaged. Only a header whose checksum holds and whose version this build does
+        // not read is a newer build's file (newer formats keep the magic, the version and
+        // the checksum where version 1 puts them).
+        if block.len() < FILE_HEADER_ENCODED {
+            return Err(Error::corruption(path, 0, "shorter than a log file header"));
+        }
+        if block[..8] != FILE_MAGIC {
+            return Err(Error::corruption(path, 0, "not a lamina log file (bad magic)"));
+        }
+        let crc_at = FILE_HEADER_ENCODED - 4;
+        let stored = u32::from_le_bytes(block[crc_at..FILE_HEADER_ENCODED].try_into().unwrap());
+        if stored != masked_crc32c(&block[..crc_at]) {
+            return Err(Error::corruption(path, crc_at as u64, "file header checksum mismatch"));
         }
         let version = u32::from_le_bytes(block[8..12].try_into().unwrap());
         let kind = match block[12] {
@@ -181,11 +192,9 @@ impl FileHeader {
             2 => Some(FileKind::Ring),
             _ => None,
         };
-        // A version this build does not know (of a kind it knows, or any version above
-        // the newest it writes) is a newer build's file, not damage.
         let newer = version > RING_FORMAT_VERSION
             || kind.is_some_and(|kind| !FileHeader::version_known(kind, version));
-        if newer || version == 0 {
+        if newer {
             return Err(Error::Incompatible {
                 reason: format!(
                     "{} has log format version {version}; this build reads segments of \
@@ -434,21 +443,25 @@ mod tests {
         };
         let block = header.to_block();
         let path = Path::new("seg");
+        // A file at a log name that is not a log, or whose header is damaged (even in its
+        // version field): corruption.
         let mut garbage = block.clone();
         garbage[..8].copy_from_slice(b"SQLite f");
-        assert!(matches!(FileHeader::parse(&garbage, path), Err(Error::Incompatible { .. })));
-        let mut future = block.clone();
-        future[8..12].copy_from_slice(&2u32.to_le_bytes());
-        let err = FileHeader::parse(&future, path).unwrap_err();
-        assert!(matches!(err, Error::Incompatible { .. }) && err.to_string().contains("version 2"));
-        let ring = FileHeader { kind: FileKind::Ring, version: RING_FORMAT_VERSION, ..header };
-        let mut future = ring.to_block();
-        future[8..12].copy_from_slice(&3u32.to_le_bytes());
-        let err = FileHeader::parse(&future, path).unwrap_err();
-        assert!(matches!(err, Error::Incompatible { .. }) && err.to_string().contains("version 3"));
+        assert!(matches!(FileHeader::parse(&garbage, path), Err(Error::Corruption { .. })));
+        let mut flipped_version = block.clone();
+        flipped_version[8..12].copy_from_slice(&2u32.to_le_bytes());
+        let err = FileHeader::parse(&flipped_version, path).unwrap_err();
+        assert!(matches!(err, Error::Corruption { .. }), "{err}");
         let mut flipped = block.clone();
         flipped[30] ^= 1;
         assert!(matches!(FileHeader::parse(&flipped, path), Err(Error::Corruption { .. })));
-        assert!(matches!(FileHeader::parse(&[], path), Err(Error::Incompatible { .. })));
+        assert!(matches!(FileHeader::parse(&[], path), Err(Error::Corruption { .. })));
+        // A newer build's header (its checksum holds): incompatible.
+        let future = FileHeader { version: 2, ..header }.to_block();
+        let err = FileHeader::parse(&future, path).unwrap_err();
+        assert!(matches!(err, Error::Incompatible { .. }) && err.to_string().contains("version 2"));
+        let ring = FileHeader { kind: FileKind::Ring, version: 3, ..header };
+        let err = FileHeader::parse(&ring.to_block(), path).unwrap_err();
+        assert!(matches!(err, Error::Incompatible { .. }) && err.to_string().contains("version 3"));
     }
 }

@@ -88,9 +88,12 @@ pub(crate) fn read_file_header(
     let path = storage.path_of(name);
     let len = file.len()?;
     if len < FILE_HEADER_BYTES {
-        return Err(Error::Incompatible {
-            reason: format!("{} is not a lamina log file ({len} bytes)", path.display()),
-        });
+        // Log files are renamed into place with their header written and synced.
+        return Err(Error::corruption(
+            &path,
+            len,
+            format!("a log file of {len} bytes, shorter than its header"),
+        ));
     }
     let mut block = vec![0u8; BLOCK_BYTES];
     file.read_exact_at(0, &mut block)?;

@@ -27,16 +27,30 @@ pub struct SegmentLog {
 
 impl SegmentLog {
     /// Opens the log in `storage` (creating it if absent), passes every record to `replay`
-    /// in sequence order, and starts the flusher. A file that is not a lamina log, a future
-    /// format version, or a ring under the same prefix is [`lamina_core::Error::Incompatible`];
-    /// a bad chunk anywhere but a crash's torn tail is [`lamina_core::Error::Corruption`].
+    /// in sequence order, and starts the flusher. A future format version or a ring under
+    /// the same prefix is [`lamina_core::Error::Incompatible`]; a damaged file header, or a
+    /// bad chunk anywhere but a crash's torn tail, is [`lamina_core::Error::Corruption`].
     pub fn open(
         storage: Arc<dyn Storage>,
         options: SegmentLogOptions,
+        replay: impl FnMut(Record),
+    ) -> Result<SegmentLog> {
+        Self::open_committed(storage, options, 0, replay)
+    }
+
+    /// [`SegmentLog::open`] for an engine whose committed state says the log was synced
+    /// through sequence number `committed_seq`: a log that ends before it (a segment
+    /// deleted, cut short or damaged where a torn tail would be) is
+    /// [`lamina_core::Error::Corruption`] naming the file, found before anything is changed:
+    /// no tail is cut and no segment created.
+    pub fn open_committed(
+        storage: Arc<dyn Storage>,
+        options: SegmentLogOptions,
+        committed_seq: SeqNo,
         mut replay: impl FnMut(Record),
     ) -> Result<SegmentLog> {
         options.validate()?;
-        let opened = open_segments(&storage, &options)?;
+        let opened = open_segments(&storage, &options, committed_seq)?;
         let records_recovered = opened.records.len() as u64;
         for record in opened.records {
             replay(record);

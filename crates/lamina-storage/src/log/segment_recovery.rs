@@ -3,7 +3,9 @@
 //! Chunks are read in order from each segment; a bad chunk in a segment that is not the
 //! last, or one followed by any valid chunk of this log later in the last segment (a clean
 //! close always writes one), is [`Error::Corruption`]. Otherwise it is a torn tail (a crash
-//! in mid-flush): the file is cut there and writing resumes.
+//! in mid-flush): the file is cut there and writing resumes, unless the log then ends
+//! before the caller's committed sequence number (records it knows were synced), which is
+//! corruption too. Every check runs before the first change to a file.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -12,6 +14,7 @@ use lamina_core::{Error, Result};
 
 use super::chunk::{BLOCK_BYTES, FILE_HEADER_BYTES, FileKind};
 use super::options::SegmentLogOptions;
+use super::record::SeqNo;
 use super::recovery::{
     Opened, Sink, decode_payload, list_log_files, new_log_id, read_chunk, read_file_header,
 };
@@ -22,6 +25,7 @@ use crate::backend::{Storage, StorageFile};
 pub(crate) fn open_segments(
     storage: &Arc<dyn Storage>,
     options: &SegmentLogOptions,
+    committed_seq: SeqNo,
 ) -> Result<Opened> {
     let prefix = &options.log.file_prefix;
     let (has_ring, segments) = list_log_files(storage.as_ref(), prefix)?;
@@ -31,7 +35,17 @@ pub(crate) fn open_segments(
         });
     }
     if !segments.is_empty() {
-        return recover_segments(storage, &segments, options);
+        return recover_segments(storage, &segments, options, committed_seq);
+    }
+    if committed_seq > 0 {
+        return Err(Error::corruption(
+            storage.path_of(&format!("{prefix}-*.seg")),
+            0,
+            format!(
+                "no segment of the log is left, but the committed state says it was synced \
+                 through sequence number {committed_seq}"
+            ),
+        ));
     }
     let log_id = new_log_id();
     let segment =
@@ -55,7 +69,10 @@ fn recover_segments(
     storage: &Arc<dyn Storage>,
     names: &[(u64, String)],
     options: &SegmentLogOptions,
+    committed_seq: SeqNo,
 ) -> Result<Opened> {
+    // The torn tail to cut off once every check has passed: the file, its path, where.
+    let mut torn: Option<TornTail> = None;
     let mut files = VecDeque::new();
     let mut records = Vec::new();
     let mut seq_hi = 0;
@@ -105,9 +122,8 @@ fn recover_segments(
                             "damaged chunk followed by valid chunks",
                         ));
                     }
-                    // A torn tail from a crash in mid-flush: cut it off.
-                    file.set_len(offset)?;
-                    file.sync_data()?;
+                    // A torn tail from a crash in mid-flush: cut off below.
+                    torn = Some((file.clone(), path.clone(), offset));
                     break;
                 }
             }
@@ -123,6 +139,11 @@ fn recover_segments(
             capacity_bytes: header.capacity_bytes,
             seq_hi: segment_seq_hi,
         });
+    }
+    check_reaches_committed(storage, &files, torn.as_ref(), seq_hi, committed_seq)?;
+    if let Some((file, _, offset)) = torn {
+        file.set_len(offset)?;
+        file.sync_data()?;
     }
     let log_id = log_id.expect("at least one segment");
     // Segment size stays what the log was created with.
@@ -160,4 +181,38 @@ fn valid_chunk_after(
         offset += BLOCK_BYTES as u64;
     }
     Ok(false)
+}
+
+/// The type of the torn tail found by recovery: the file, its path, the offset to cut at.
+type TornTail = (Arc<dyn StorageFile>, std::path::PathBuf, u64);
+
+/// Refuses a log that ends before `committed_seq`, the sequence number through which the
+/// caller's committed state says the log was synced: a lost later segment or a damaged last
+/// chunk would otherwise silently revert acknowledged writes. Nothing is modified here.
+fn check_reaches_committed(
+    storage: &Arc<dyn Storage>,
+    files: &VecDeque<Segment>,
+    torn: Option<&TornTail>,
+    seq_hi: SeqNo,
+    committed_seq: SeqNo,
+) -> Result<()> {
+    if seq_hi >= committed_seq {
+        return Ok(());
+    }
+    let (path, offset, what) = match torn {
+        Some((_, path, offset)) => (path.clone(), *offset, "a damaged chunk ends the log"),
+        None => {
+            let last = files.back().expect("at least one segment");
+            let path = storage.path_of(&last.name);
+            (path, FILE_HEADER_BYTES + last.data_len, "the log ends (a later segment lost?)")
+        }
+    };
+    Err(Error::corruption(
+        &path,
+        offset,
+        format!(
+            "{what} at sequence number {seq_hi}, before {committed_seq}, through which the \
+             committed state says it was synced"
+        ),
+    ))
 }
