@@ -230,3 +230,23 @@ fn scale_reports_each_engine_up_to_its_failure_and_checks_the_reopened_data() {
     assert!(md.contains("| fail-put | failed (insert: run) |"), "{md}");
     assert!(md.contains("| forgetful |") && md.contains("failed (reopen-verify)"), "{md}");
 }
+
+#[test]
+fn scale_rounds_alternate_and_skip_a_failed_engine() {
+    let mut request = scale_request(&["mem", "fail-put"], 200);
+    request.base.rounds = 2;
+    let outcome = run_experiment(&Faulty, &request, &mut |_| {}).unwrap();
+    let scale = outcome.report.scale.as_ref().unwrap();
+    let rounds: Vec<(&str, u32)> =
+        scale.rounds.iter().map(|r| (r.engine.as_str(), r.round)).collect();
+    assert_eq!(rounds, [("mem", 1), ("fail-put", 1), ("mem", 2)], "reversed, failed skipped");
+    for (_, bench) in &outcome.phases {
+        let runs: Vec<(&str, u32)> =
+            bench.report.runs.iter().map(|r| (r.engine.as_str(), r.round)).collect();
+        assert_eq!(runs, [("mem", 1), ("mem", 2)]);
+        assert_eq!(bench.report.summary[0].rounds, 2);
+    }
+    let mem = &scale.engines[0];
+    assert_eq!(mem.keys_verified, Some(400));
+    assert!(mem.rss_at_open_bytes > 0 || cfg!(not(target_os = "linux")));
+}

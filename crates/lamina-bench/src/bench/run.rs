@@ -7,7 +7,7 @@ use lamina_core::{Durability, Error, Result};
 use super::{WorkDir, assemble_report, resolve_engines, run_report};
 use crate::{
     EngineFactory, EngineParams,
-    metrics::dir_size_bytes,
+    metrics::{dir_size_bytes, release_free_memory},
     report::{BenchReport, FailedEngine},
     runner::{KindHistograms, RunConfig, RunResult, run_workload},
     workload::{Workload, WorkloadConfig},
@@ -131,7 +131,9 @@ pub fn run_bench(
             // The workload is the bench's input, not the engine's: failing to build it (a
             // missing trace) ends the comparison.
             let workload = config.workload.build()?;
-            match run_engine(factory, config, &work, engine, workload, &label) {
+            let outcome = run_engine(factory, config, &work, engine, workload, &label);
+            release_free_memory(); // the engine is gone: its memory is not the next one's
+            match outcome {
                 Ok(result) => {
                     preload = result.preloaded_ops;
                     histograms

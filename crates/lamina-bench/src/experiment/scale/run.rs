@@ -11,7 +11,7 @@ use crate::{
     BenchConfig, BenchOutcome, EngineFactory, Workload,
     bench::{WorkDir, assemble_report, resolve_engines, run_report},
     experiment::{ExperimentRequest, Phase, PhaseFailure, phase_config},
-    metrics::{dir_size_bytes, rss_bytes},
+    metrics::{dir_size_bytes, release_free_memory, rss_bytes},
     report::{FailedEngine, RunReport, SkippedEngine},
     runner::{KindHistograms, RunResult, run_workload},
 };
@@ -274,6 +274,7 @@ pub fn run_scale(
                 keys_verified: 0,
             };
             let outcome = run_round(&ctx, engine, round, &label, &mut phases, &mut round_extras);
+            release_free_memory(); // the engine is gone: its memory is not the next one's
             extras.push(round_extras);
             if let Err(f) = outcome {
                 let failure = FailedEngine {
