@@ -33,8 +33,8 @@ pub struct RoundExtras {
     pub engine: String,
     /// Round, from 1.
     pub round: u32,
-    /// The process's resident set just before the engine was opened: what earlier engines
-    /// (and the bench) left behind, to read the engine's peak against.
+    /// The process's resident set just before the engine was opened (after the previous
+    /// engine's freed memory was handed back to the OS), to read the engine's peak against.
     pub rss_at_open_bytes: u64,
     /// Allocated bytes of the engine's directory right after the N inserts (store open).
     pub disk_after_load_bytes: u64,

@@ -68,8 +68,8 @@ pub struct ScaleRow {
     pub disk_peak_bytes: u64,
     /// Largest resident set of the process over every phase.
     pub rss_peak_bytes: u64,
-    /// The process's resident set just before the engine was opened (largest over rounds):
-    /// memory earlier engines left with the allocator counts in `rss_peak_bytes` too.
+    /// The process's resident set just before the engine was opened (largest over rounds),
+    /// which `rss_peak_bytes` includes: the bench's own and what earlier engines left.
     pub rss_at_open_bytes: u64,
     /// Allocated directory bytes right after the N inserts, per record (mean over rounds).
     pub disk_bytes_per_record: Option<f64>,
@@ -288,8 +288,8 @@ impl ScaleTable {
              inserts (store open; what is still in memory buffers is not on disk yet), \
              `disk B/record closed` after the final close over all {} records; peak disk and \
              RSS over every phase (RSS is the whole process's: `RSS at open` is what it was \
-             when the engine was opened, including memory earlier engines left with the \
-             allocator).\n",
+             when the engine was opened, after the previous engine's freed memory was handed \
+             back to the OS).\n",
             self.record_bytes,
             count(self.inserts as f64),
             count((self.inserts + self.concurrent_inserts) as f64),
