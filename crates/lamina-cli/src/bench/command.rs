@@ -497,7 +497,7 @@ pub fn failure_message(failed: &[FailedEngine]) -> String {
     }
     let (count, noun) = if engines.len() == 1 { (1, "engine") } else { (engines.len(), "engines") };
     format!(
-        "{count} {noun} failed ({}); the reports show the error in its row and the other engines' results",
+        "{count} {noun} failed ({}); every report was written, with the error in the engine's row",
         engines.join(", ")
     )
 }
