@@ -13,7 +13,7 @@
 //! struct Nothing;
 //! impl EngineFactory for Nothing {
 //!     fn engines(&self) -> Vec<EngineInfo> {
-//!         vec![EngineInfo { name: "none".into(), description: "no engine".into() }]
+//!         vec![EngineInfo::new("none", "no engine")]
 //!     }
 //!     fn check(&self, name: &str, params: &EngineParams) -> Result<()> {
 //!         Err(Error::Unsupported { what: format!("engine `{name}` is only an example") })
@@ -32,11 +32,36 @@ use lamina_core::{Durability, OrderedIndex, Result};
 /// One engine a factory can open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineInfo {
-    /// Name used with `--engines` (`mem`, `fdtree`, `rocksdb`, ...). Also the name of its
-    /// subdirectory under `--dir`.
+    /// Name used with `--engines` (`mem`, `fdtree-fc`, `rocksdb`, ...), in reports, and as
+    /// the name of its subdirectory under `--dir`.
     pub name: String,
     /// One line for listings.
     pub description: String,
+    /// Other names accepted for the same engine (`fdtree` for `fdtree-fc`). The bench
+    /// resolves them to [`EngineInfo::name`] before anything runs, so reports always show
+    /// `name`, however the engine was asked for.
+    pub aliases: Vec<String>,
+}
+
+impl EngineInfo {
+    /// An engine without aliases.
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        EngineInfo { name: name.into(), description: description.into(), aliases: Vec::new() }
+    }
+
+    /// Whether `name` is this engine's name or one of its aliases.
+    pub fn answers_to(&self, name: &str) -> bool {
+        self.name == name || self.aliases.iter().any(|a| a == name)
+    }
+
+    /// `name`, followed by its aliases in parentheses (for error messages and listings).
+    pub fn display_name(&self) -> String {
+        if self.aliases.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{} (also {})", self.name, self.aliases.join(", "))
+        }
+    }
 }
 
 /// The engine-independent settings every open receives.
@@ -85,6 +110,12 @@ pub trait EngineFactory: Send + Sync {
     /// Every engine this factory can open.
     fn engines(&self) -> Vec<EngineInfo>;
 
+    /// The listed name `name` stands for: itself, or the engine it is an alias of; `None`
+    /// when no listed engine answers to it.
+    fn canonical_name(&self, name: &str) -> Option<String> {
+        self.engines().into_iter().find(|e| e.answers_to(name)).map(|e| e.name)
+    }
+
     /// Whether `name` can be opened with `params`; the error says why not.
     fn check(&self, name: &str, params: &EngineParams) -> Result<()>;
 
@@ -115,10 +146,11 @@ impl Factories {
     fn owner(&self, name: &str) -> Result<&dyn EngineFactory> {
         self.members
             .iter()
-            .find(|m| m.engines().iter().any(|e| e.name == name))
+            .find(|m| m.engines().iter().any(|e| e.answers_to(name)))
             .map(AsRef::as_ref)
             .ok_or_else(|| {
-                let known: Vec<String> = self.engines().into_iter().map(|e| e.name).collect();
+                let known: Vec<String> =
+                    self.engines().iter().map(EngineInfo::display_name).collect();
                 lamina_core::Error::option(
                     "engines",
                     format!("unknown engine `{name}`; known: {}", known.join(", ")),
@@ -131,7 +163,7 @@ impl EngineFactory for Factories {
     fn engines(&self) -> Vec<EngineInfo> {
         let mut all: Vec<EngineInfo> = Vec::new();
         for info in self.members.iter().flat_map(|m| m.engines()) {
-            if !all.iter().any(|e| e.name == info.name) {
+            if !all.iter().any(|e| e.answers_to(&info.name)) {
                 all.push(info);
             }
         }
@@ -157,7 +189,9 @@ mod tests {
 
     impl EngineFactory for Named {
         fn engines(&self) -> Vec<EngineInfo> {
-            vec![EngineInfo { name: self.0.into(), description: String::new() }]
+            let mut info = EngineInfo::new(self.0, "");
+            info.aliases.push(format!("{}-alias", self.0));
+            vec![info]
         }
         fn check(&self, _: &str, _: &EngineParams) -> Result<()> {
             Err(Error::Unsupported { what: format!("from {}", self.0) })
@@ -176,5 +210,9 @@ mod tests {
         let p = EngineParams::default();
         assert!(all.check("b", &p).unwrap_err().to_string().contains("from b"));
         assert!(all.check("c", &p).unwrap_err().to_string().contains("unknown engine `c`"));
+        assert!(all.check("b-alias", &p).unwrap_err().to_string().contains("from b"));
+        assert_eq!(all.canonical_name("a-alias").as_deref(), Some("a"));
+        assert_eq!(all.canonical_name("b").as_deref(), Some("b"));
+        assert_eq!(all.canonical_name("c"), None);
     }
 }

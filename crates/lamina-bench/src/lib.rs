@@ -10,7 +10,11 @@
 //! - [`report`]: the versioned JSON schema, the db_bench-style table, the CSV timeline.
 //! - [`plot`]: PNG and SVG charts.
 //! - [`run_bench`]: a whole multi-engine, multi-round comparison through an
-//!   [`EngineFactory`], the only way the library reaches engines.
+//!   [`EngineFactory`], the only way the library reaches engines. An engine that fails is
+//!   recorded (`report.failed`) and the others go on.
+//! - [`experiment`]: the named experiments of `--experiment`: scaled-down paper figures,
+//!   and `scale` (N inserts, lookups, 2-thread inserts and a reopen on one store per engine,
+//!   with ratios to the best peer).
 
 mod bench;
 mod engine;
@@ -25,7 +29,7 @@ pub mod workload;
 
 pub use bench::{
     BenchConfig, BenchOutcome, DEFAULT_INTERVAL, ROUNDS_MAX, default_bucket_ops,
-    default_warmup_ops, durability_name, run_bench,
+    default_warmup_ops, durability_name, resolve_engines, run_bench,
 };
 pub use engine::{EngineFactory, EngineInfo, EngineParams, Factories};
 pub use op::{Op, OpKind, Value, fnv64, int_key, int_of_key, splitmix64};

@@ -68,10 +68,7 @@ fn description(name: &str) -> String {
 
 impl EngineFactory for PeerFactory {
     fn engines(&self) -> Vec<EngineInfo> {
-        PEER_NAMES
-            .iter()
-            .map(|name| EngineInfo { name: (*name).to_string(), description: description(name) })
-            .collect()
+        PEER_NAMES.iter().map(|name| EngineInfo::new(*name, description(name))).collect()
     }
 
     fn check(&self, name: &str, params: &EngineParams) -> Result<()> {

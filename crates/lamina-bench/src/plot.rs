@@ -23,7 +23,9 @@ pub const CHART_SIZE: (u32, u32) = (960, 540);
 /// Most points of a CDF line.
 const CDF_POINTS_MAX: usize = 400;
 
-const COLORS: [RGBColor; 8] = [
+/// Line colours, one per engine: enough for `--experiment scale`'s ten engines (and two
+/// more) before a colour repeats.
+const COLORS: [RGBColor; 12] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -32,6 +34,10 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(140, 86, 75),
     RGBColor(227, 119, 194),
     RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+    RGBColor(0, 0, 0),
+    RGBColor(128, 0, 0),
 ];
 
 pub(crate) fn color(i: usize) -> RGBColor {

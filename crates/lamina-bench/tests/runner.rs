@@ -16,10 +16,7 @@ struct MemFactory;
 
 impl EngineFactory for MemFactory {
     fn engines(&self) -> Vec<EngineInfo> {
-        ["mem", "mem2"]
-            .iter()
-            .map(|n| EngineInfo { name: (*n).into(), description: "mem".into() })
-            .collect()
+        ["mem", "mem2"].iter().map(|n| EngineInfo::new(*n, "mem")).collect()
     }
 
     fn check(&self, _name: &str, params: &EngineParams) -> Result<()> {

@@ -70,5 +70,6 @@ pub enum Command {
     /// List the engines this build contains.
     Engines,
     /// Benchmark engines with the papers' workloads (see `lamina bench --help`).
+    #[command(after_help = crate::bench::AFTER_HELP)]
     Bench(crate::bench::BenchArgs),
 }

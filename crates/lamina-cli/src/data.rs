@@ -51,8 +51,19 @@ fn finish(db: &Db) -> Result<(), String> {
 pub fn engines() -> ExitCode {
     let mut out = std::io::stdout().lock();
     for kind in EngineKind::ALL {
-        let default = if *kind == EngineKind::default() { " (default)" } else { "" };
-        let line = writeln!(out, "{}{default}\t{}", kind.name(), kind.description());
+        // The default is called `fdtree`; `fdtree-fc` names the same engine (and is what
+        // benchmark reports show, next to `fdtree-xm` and `fdtree-ds`).
+        let line = if *kind == EngineKind::default() {
+            writeln!(
+                out,
+                "{} (default)\t{}; also called `{}`, the name benchmark reports use",
+                crate::bench::DEFAULT_ENGINE_NAME,
+                kind.description(),
+                kind.name()
+            )
+        } else {
+            writeln!(out, "{}\t{}", kind.name(), kind.description())
+        };
         if line.is_err() {
             return ExitCode::SUCCESS;
         }

@@ -33,9 +33,12 @@ fn main() -> ExitCode {
             data::scan(&cli.global, from.as_deref(), to.as_deref(), limit)
         }
         Command::Bench(ref args) => {
-            bench::run(args, cli.global.dir.as_deref(), cli.global.engine.as_deref())
-                .map(|()| ExitCode::SUCCESS)
-                .map_err(|e| e.to_string())
+            match bench::run(args, cli.global.dir.as_deref(), cli.global.engine.as_deref()) {
+                Ok(failed) if failed.is_empty() => Ok(ExitCode::SUCCESS),
+                // Every report is written; an engine's failure still fails the command.
+                Ok(failed) => Err(bench::failure_message(&failed)),
+                Err(e) => Err(e.to_string()),
+            }
         }
     };
     match result {

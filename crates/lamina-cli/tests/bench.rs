@@ -202,6 +202,77 @@ fn fdfc_figure6_runs_small_with_the_open_system_and_disk_columns() {
 }
 
 #[test]
+fn scale_runs_small_on_one_store_per_engine_with_the_fdtree_alias() {
+    let (dir, report, md) =
+        run_experiment(&["--experiment", "scale", "--ops", "2000", "--engines", "mem,fdtree"]);
+    let rows = report["scale"]["engines"].as_array().unwrap();
+    let engines: Vec<&str> = rows.iter().map(|r| r["engine"].as_str().unwrap()).collect();
+    assert_eq!(engines, ["mem", "fdtree-fc"], "`fdtree` is reported as fdtree-fc");
+    for row in rows {
+        assert!(row["failed"].is_null(), "{row}");
+        assert!(row["insert"]["throughput_ops_s"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["lookup"]["p9999_us"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["insert_2t"]["max_us"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["reopen_s"].as_f64().unwrap() > 0.0, "{row}");
+        assert_eq!(row["keys_verified"], 1000, "{row}");
+        assert!(row["insert"]["throughput_x_best_peer"].is_null(), "no peer in this run");
+    }
+    assert_eq!(report["scale"]["record_bytes"], 136);
+    assert_eq!(report["scale"]["concurrent_threads"], 2);
+    let phases: Vec<&str> =
+        report["phases"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(phases, ["insert", "lookup", "insert-2t"]);
+    let insert = &report["phases"][0]["report"];
+    assert_eq!(insert["params"]["cache_bytes"], 64 << 20);
+    assert_eq!(insert["params"]["memory_budget_bytes"], 32 << 20);
+    assert_eq!(insert["params"]["durability"], "none");
+    assert_eq!(insert["runs"][0]["timeline"]["bucket_max_us"].as_array().unwrap().len(), 100);
+    assert_eq!(report["phases"][2]["report"]["params"]["threads"], 2);
+    assert_eq!(report["insert_steps"]["records_end"].as_array().unwrap().len(), 100);
+    assert!(md.contains("x best peer") && md.contains("| fdtree-fc |"), "{md}");
+    assert!(report["failed"].as_array().unwrap().is_empty());
+    for chart in ["insert_max_vs_size", "insert/throughput_over_time", "lookup/latency_cdf"] {
+        assert!(dir.path().join(format!("out/plots/{chart}.png")).exists(), "{chart}");
+    }
+    let help = text(&lamina(&["bench", "--help"]).stdout);
+    assert!(help.contains("  scale\n") && help.contains("timed\n      reopen"), "{help}");
+    assert!(help.contains("exits with\nstatus 2"), "{help}");
+}
+
+#[test]
+fn a_failing_engine_is_reported_and_the_command_exits_non_zero() {
+    // FD+XM limited to 16-byte keys refuses the workload's 32-byte keys: a request error.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = lamina(&[
+        "bench",
+        "--quiet",
+        "--engines",
+        "fdtree-xm",
+        "--workload",
+        "insert",
+        "--key-bytes",
+        "32",
+        "--fdtree-key-bytes-max",
+        "16",
+        "--ops",
+        "100",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    let last = stderr.trim_end().lines().last().unwrap();
+    assert!(last.starts_with("lamina: error: 1 engine failed (fdtree-xm)"), "{stderr}");
+    assert!(stderr.contains("over the 16-byte limit"), "{stderr}");
+    assert!(text(&out.stdout).contains("fdtree-xm FAILED in round 1 (run)"));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["failed"][0]["step"], "run");
+    assert!(report["summary"].as_array().unwrap().is_empty());
+}
+
+#[test]
 fn bad_flags_fail_with_one_line() {
     for args in [
         &["bench", "--ops", "10", "--duration", "1"][..],
@@ -209,6 +280,8 @@ fn bad_flags_fail_with_one_line() {
         &["bench", "--device", "ssd-msp7525", "--engines", "mem"],
         &["bench", "--device", "floppy", "--engines", "fdtree"],
         &["bench", "--experiment", "contest"],
+        &["bench", "--engines", "fdtree,fdtree-fc"],
+        &["bench", "--experiment", "scale", "--out", "/tmp/x", "--threads", "3"],
         &["bench", "--workload", "replay", "--trace", "/nonexistent/trace"],
     ] {
         let out = lamina(args);

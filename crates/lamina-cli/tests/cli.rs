@@ -111,6 +111,20 @@ fn engines_lists_every_engine_and_the_default() {
     let out = Command::new(env!("CARGO_BIN_EXE_lamina")).arg("engines").output().unwrap();
     assert!(out.status.success());
     let listed = stdout(&out);
-    assert!(listed.contains("fdtree-fc (default)"), "{listed}");
-    assert!(listed.contains("\nmem\t"), "{listed}");
+    let first = listed.lines().next().unwrap();
+    assert!(first.starts_with("fdtree (default)\t"), "{listed}");
+    assert!(first.contains("`fdtree-fc`"), "the mode's name is given: {listed}");
+    assert!(listed.contains("\nfdtree-xm\t") && listed.contains("\nmem\t"), "{listed}");
+    // `fdtree` and `fdtree-fc` name the same engine for the data commands too.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let engine = |name: &str, args: &[&str]| {
+        let mut all = vec!["--engine", name];
+        all.extend_from_slice(args);
+        lamina(&db, &all)
+    };
+    assert!(engine("fdtree", &["put", "k", "v"]).status.success());
+    let out = engine("fdtree-fc", &["get", "k"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "v\n");
 }

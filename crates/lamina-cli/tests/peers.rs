@@ -43,3 +43,39 @@ fn peers_are_listed_and_run() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains("wiredtiger-btree"), "{stdout}");
 }
+
+#[cfg(feature = "peers")]
+#[test]
+fn scale_ratios_are_to_the_best_peer() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = lamina(&[
+        "bench",
+        "--quiet",
+        "--experiment",
+        "scale",
+        "--ops",
+        "2000",
+        "--engines",
+        "mem,leveldb-tuned,lmdb",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("report.json")).unwrap())
+            .unwrap();
+    let scale = &report["scale"];
+    let best = scale["best_peers"]["insert_ops_s"]["engine"].as_str().unwrap();
+    assert!(["leveldb-tuned", "lmdb"].contains(&best), "{scale}");
+    for row in scale["engines"].as_array().unwrap() {
+        assert_eq!(row["keys_verified"], 1000, "{row}");
+        let ratio = row["lookup"]["throughput_x_best_peer"].as_f64().unwrap();
+        assert!(ratio > 0.0, "{row}");
+        if row["peer"].as_bool().unwrap() {
+            assert!(ratio <= 1.0 + 1e-9, "no peer beats the best peer: {row}");
+        }
+    }
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(md.contains("Best peers: inserts/s"), "{md}");
+}

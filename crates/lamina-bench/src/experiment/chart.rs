@@ -135,7 +135,10 @@ pub fn write_experiment_plots(outcome: &ExperimentOutcome, dir: &Path) -> Result
                     (e.engine.clone(), ys.iter().enumerate().map(|(i, y)| (x(i), *y)).collect())
                 })
                 .collect();
-            let title = format!("{}: {what} vs data size", report.experiment);
+            let title = format!(
+                "{}: {what} per step of {} inserts vs data size",
+                report.experiment, steps.step_ops
+            );
             let fig = Figure { title, x_desc: "records inserted", y_desc: what, log_y, lines };
             write_figure(dir, name, &fig, &mut written)?;
         }

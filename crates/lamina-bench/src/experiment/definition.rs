@@ -32,6 +32,14 @@
 //!   keys; 20,000 measured requests per engine by default (after 2,000 warm-up), so that
 //!   the slowest durable engines (LMDB, one synced writer at a time) finish in seconds to
 //!   a minute: few requests per client thread, so tails rest on few samples.
+//! - `scale`: lamina's own target experiment (DESIGN.md "Targets", issue 22): into one
+//!   empty store per engine, `--ops` N uniform random inserts (1,000,000 by default) of
+//!   8-byte keys with 128-byte values from one thread, then min(N, 1,000,000) lookups of
+//!   inserted keys, then min(N, 200,000) inserts of new keys from 2 threads (closed loop),
+//!   then close and a timed reopen (recovery) that must find a sample of the keys. Every
+//!   engine gets a 64 MiB cache and a 32 MiB memory budget ([`SCALE_CACHE_BYTES`],
+//!   [`SCALE_MEMORY_BUDGET_BYTES`]; the flags override). Its phases share one store, so
+//!   `experiment::scale` runs them, not `run_bench`.
 
 use std::{fmt, str::FromStr};
 
@@ -69,6 +77,22 @@ pub const FIGURE6_CACHE_BYTES: u64 = 15 << 20;
 pub const FIGURE1_BUCKETS: u64 = 200;
 /// Client threads of the contest (prefix-tree paper, section 4).
 pub const CONTEST_THREADS: usize = 32;
+/// `scale`'s inserts N when `--ops` is not given: small enough for a quick run (issue 22's
+/// headline sizes are `--ops 10000000` and `--ops 50000000`).
+pub const SCALE_INSERTS_DEFAULT: u64 = 1_000_000;
+/// Most lookups of `scale`'s lookup phase (fewer when N is smaller: min(N, this)).
+pub const SCALE_LOOKUPS_MAX: u64 = 1_000_000;
+/// Most inserts of `scale`'s two-thread phase (fewer when N is smaller: min(N, this)).
+pub const SCALE_CONCURRENT_INSERTS_MAX: u64 = 200_000;
+/// Client threads of `scale`'s concurrent insert phase.
+pub const SCALE_CONCURRENT_THREADS: usize = 2;
+/// Buckets of `scale`'s insert phase: the max insert latency per 1% of the inserts.
+pub const SCALE_BUCKETS: u64 = 100;
+/// `scale`'s block cache for every engine.
+pub const SCALE_CACHE_BYTES: u64 = 64 << 20;
+/// `scale`'s memory budget for every engine (L_0, write buffers; B-tree peers' cache gets
+/// it added, see docs/peers.md).
+pub const SCALE_MEMORY_BUDGET_BYTES: u64 = 32 << 20;
 
 /// A named experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +107,8 @@ pub enum Experiment {
     FdfcFigure6,
     /// SIGMOD 2011 contest mix, 32 threads, durable writes.
     Contest,
+    /// N random inserts, lookups, 2-thread inserts and a reopen, on one store per engine.
+    Scale,
 }
 
 /// What a phase is for, which decides how the report aggregates it.
@@ -196,6 +222,61 @@ fn gr_lookup_ratio_phases(
         .collect()
 }
 
+/// `scale`'s phases, in the order they run on each engine's one store: `insert` (N inserts,
+/// one thread, in [`SCALE_BUCKETS`] buckets), `lookup` (one thread), `insert-2t`
+/// ([`SCALE_CONCURRENT_THREADS`] threads). The workload configurations carry the seed and
+/// the key and value sizes; `experiment::scale` generates the requests (keys numbered so
+/// that lookups and the later inserts can name inserted and new keys without remembering
+/// them).
+fn scale_phases(
+    seed: u64,
+    scale: Scale,
+    sized: &dyn Fn(WorkloadConfig) -> WorkloadConfig,
+) -> Result<Vec<Phase>> {
+    if scale.preload.is_some() {
+        return Err(Error::option(
+            "preload",
+            "scale starts from an empty store and loads it with its --ops inserts",
+        ));
+    }
+    let inserts = scale.ops.unwrap_or(SCALE_INSERTS_DEFAULT);
+    if inserts == 0 {
+        return Err(Error::option("ops", "must be at least 1"));
+    }
+    let mut workload = WorkloadConfig::new(WorkloadKind::Insert, seed);
+    workload.preload = 0;
+    let workload = sized(workload);
+    if workload.key_bytes < 8 {
+        return Err(Error::option(
+            "key-bytes",
+            format!(
+                "scale numbers its keys with 8 bytes (so every insert is a new key); --key-bytes must be at least 8, got {}",
+                workload.key_bytes
+            ),
+        ));
+    }
+    let phase = |name: &str, role, threads, ops| Phase {
+        name: name.into(),
+        role,
+        workload: workload.clone(),
+        runner: RunnerKind::Closed { threads },
+        ops,
+        warmup_ops: 0, // every request is part of the experiment: the store is built by them
+        bucket_ops: step_ops(ops, SCALE_BUCKETS),
+        durability: None, // the command line's, `none` by default
+    };
+    Ok(vec![
+        phase("insert", PhaseRole::InsertSteps { steps: SCALE_BUCKETS }, 1, inserts),
+        phase("lookup", PhaseRole::Single, 1, inserts.min(SCALE_LOOKUPS_MAX)),
+        phase(
+            "insert-2t",
+            PhaseRole::Single,
+            SCALE_CONCURRENT_THREADS,
+            inserts.min(SCALE_CONCURRENT_INSERTS_MAX),
+        ),
+    ])
+}
+
 /// What an experiment fixes for its first phase (kept for flag validation).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExperimentPlan {
@@ -219,12 +300,13 @@ pub fn step_ops(total: u64, steps: u64) -> u64 {
 
 impl Experiment {
     /// Every experiment.
-    pub const ALL: [Experiment; 5] = [
+    pub const ALL: [Experiment; 6] = [
         Experiment::FdfcFigure1,
         Experiment::NbtreeInsert,
         Experiment::FdfcVsBtree,
         Experiment::FdfcFigure6,
         Experiment::Contest,
+        Experiment::Scale,
     ];
 
     /// Command-line name.
@@ -235,6 +317,7 @@ impl Experiment {
             Experiment::FdfcVsBtree => "fdfc-vs-btree",
             Experiment::FdfcFigure6 => "fdfc-figure6",
             Experiment::Contest => "contest",
+            Experiment::Scale => "scale",
         }
     }
 
@@ -254,7 +337,17 @@ impl Experiment {
             Experiment::Contest => {
                 "SIGMOD 2011 contest mix, 32 client threads, every write durable"
             }
+            Experiment::Scale => {
+                "Scale: N random inserts (8-byte keys, 128-byte values) into an empty store, \
+                 lookups, 2-thread inserts and a timed reopen, on one store per engine"
+            }
         }
+    }
+
+    /// Whether the phases continue on one store per engine (`scale`) instead of each
+    /// starting from an empty one.
+    pub fn shares_store(self) -> bool {
+        self == Experiment::Scale
     }
 
     /// Engine settings the experiment fixes unless the command line gives them.
@@ -265,6 +358,11 @@ impl Experiment {
                 cache_bytes: Some(FIGURE6_CACHE_BYTES),
                 fdtree_size_ratio: Some(FIGURE6_SIZE_RATIO),
                 fdtree_key_bytes_max: Some(FIGURE6_KEY_BYTES_MAX),
+            },
+            Experiment::Scale => EngineTuning {
+                memory_budget_bytes: Some(SCALE_MEMORY_BUDGET_BYTES),
+                cache_bytes: Some(SCALE_CACHE_BYTES),
+                ..EngineTuning::default()
             },
             _ => EngineTuning::default(),
         }
@@ -367,6 +465,7 @@ impl Experiment {
                     durability: Some(Durability::Sync),
                 }]
             }
+            Experiment::Scale => scale_phases(seed, scale, &sized)?,
         };
         for phase in &phases {
             phase.workload.validate()?;
@@ -489,6 +588,40 @@ mod tests {
         let paper = Scale { ops: Some(2_000_000), ..Scale::default() };
         let fig1 = Experiment::FdfcFigure1.plan(7, paper).unwrap();
         assert_eq!((fig1.ops, fig1.bucket_ops), (2_000_000, 10_000));
+    }
+
+    #[test]
+    fn scale_is_inserts_in_one_percent_buckets_then_lookups_then_two_thread_inserts() {
+        let phases = Experiment::Scale.phases(7, Scale::default()).unwrap();
+        let names: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["insert", "lookup", "insert-2t"]);
+        let [insert, lookup, concurrent] = phases.as_slice() else { panic!("three phases") };
+        assert_eq!((insert.ops, insert.bucket_ops), (1_000_000, 10_000));
+        assert_eq!(insert.role, PhaseRole::InsertSteps { steps: 100 });
+        assert_eq!((insert.workload.key_bytes, insert.workload.value_bytes), (8, 128));
+        assert_eq!(insert.workload.preload, 0);
+        assert_eq!(insert.runner, RunnerKind::Closed { threads: 1 });
+        assert_eq!((lookup.ops, lookup.runner), (1_000_000, RunnerKind::Closed { threads: 1 }));
+        assert_eq!(concurrent.ops, 200_000);
+        assert_eq!(concurrent.runner, RunnerKind::Closed { threads: 2 });
+        assert!(phases.iter().all(|p| p.warmup_ops == 0 && p.durability.is_none()));
+        let big = Experiment::Scale.phases(7, Scale { ops: Some(50_000_000), ..Scale::default() });
+        let big = big.unwrap();
+        assert_eq!((big[0].ops, big[0].bucket_ops, big[1].ops), (50_000_000, 500_000, 1_000_000));
+        let small = Experiment::Scale.phases(7, Scale { ops: Some(150), ..Scale::default() });
+        let small = small.unwrap();
+        assert_eq!((small[0].bucket_ops, small[1].ops, small[2].ops), (2, 150, 150));
+        let preload = Scale { preload: Some(5), ..Scale::default() };
+        assert!(Experiment::Scale.phases(7, preload).is_err());
+        let short = Scale { key_bytes: Some(4), ..Scale::default() };
+        let err = Experiment::Scale.phases(7, short).unwrap_err().to_string();
+        assert!(err.contains("at least 8"), "{err}");
+        let tuning = Experiment::Scale.engine_tuning();
+        assert_eq!(
+            (tuning.cache_bytes, tuning.memory_budget_bytes),
+            (Some(64 << 20), Some(32 << 20))
+        );
+        assert!(Experiment::Scale.shares_store() && !Experiment::Contest.shares_store());
     }
 
     #[test]

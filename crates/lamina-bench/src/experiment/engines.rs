@@ -8,6 +8,12 @@ pub const NBTREE_PEERS: [&str; 3] = ["rocksdb", "leveldb", "wiredtiger-btree"];
 pub const FIGURE6_MODES: [&str; 3] = ["fdtree-xm", "fdtree-ds", "fdtree-fc"];
 /// The B+-tree of FD+FC section 5.3.
 pub const FDFC_BTREE: &str = "bdb";
+/// lamina's engines in `scale` (issue 22: FD+FC, FD+XM, the trie and the in-memory map).
+pub const SCALE_LAMINA: [&str; 4] = ["fdtree-fc", "fdtree-xm", "trie", "mem"];
+/// The peers in `scale`: every peer library, the LSMs in their tuned configurations (Bloom
+/// filters, larger write buffers), both WiredTiger layouts.
+pub const SCALE_PEERS: [&str; 6] =
+    ["rocksdb-tuned", "leveldb-tuned", "lmdb", "bdb", "wiredtiger-btree", "wiredtiger-lsm"];
 
 /// The engines an experiment runs and the ones it wanted but this build lacks.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -74,6 +80,18 @@ impl Experiment {
                 }
                 want_peer(FDFC_BTREE, &mut selection);
             }
+            Experiment::Scale => {
+                for engine in SCALE_LAMINA {
+                    if has(engine) {
+                        selection.engines.push(engine.to_string());
+                    } else {
+                        selection.missing.push((engine.to_string(), "not in this build".into()));
+                    }
+                }
+                for peer in SCALE_PEERS {
+                    want_peer(peer, &mut selection);
+                }
+            }
             Experiment::FdfcFigure6 => {
                 for mode in FIGURE6_MODES {
                     if has(mode) {
@@ -126,6 +144,42 @@ mod tests {
         let s = Experiment::FdfcFigure6.select_engines(&names(&["mem", "fdtree-ds", "fdtree-xm"]));
         assert_eq!(s.engines, names(&["fdtree-xm", "fdtree-ds"]));
         assert_eq!(s.missing, vec![("fdtree-fc".to_string(), "not in this build".to_string())]);
+    }
+
+    #[test]
+    fn scale_takes_lamina_engines_then_the_tuned_lsms_and_the_other_peers() {
+        let offered = names(&[
+            "fdtree-fc",
+            "fdtree-xm",
+            "fdtree-ds",
+            "trie",
+            "mem",
+            "rocksdb",
+            "rocksdb-tuned",
+            "leveldb",
+            "leveldb-tuned",
+            "lmdb",
+            "bdb",
+            "wiredtiger-btree",
+            "wiredtiger-lsm",
+        ]);
+        let s = Experiment::Scale.select_engines(&offered);
+        let expected = names(&[
+            "fdtree-fc",
+            "fdtree-xm",
+            "trie",
+            "mem",
+            "rocksdb-tuned",
+            "leveldb-tuned",
+            "lmdb",
+            "bdb",
+            "wiredtiger-btree",
+            "wiredtiger-lsm",
+        ]);
+        assert_eq!((s.engines, s.missing), (expected, vec![]));
+        let lamina_only = Experiment::Scale.select_engines(&names(&["fdtree-fc", "mem"]));
+        assert_eq!(lamina_only.engines, names(&["fdtree-fc", "mem"]));
+        assert_eq!(lamina_only.missing.len(), 2 + SCALE_PEERS.len());
     }
 
     #[test]

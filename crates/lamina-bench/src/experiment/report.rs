@@ -9,10 +9,11 @@ use super::{
     Experiment, Phase, PhaseRole,
     aggregate::{KindPoint, Series, StepTable},
     run::ExperimentRequest,
+    scale::ScaleTable,
 };
 use crate::{
     BenchOutcome,
-    report::{BenchReport, SkippedEngine, fmt_bytes, render_table},
+    report::{BenchReport, FailedEngine, SkippedEngine, fmt_bytes, render_table},
 };
 
 /// Schema name of an experiment report.
@@ -29,6 +30,16 @@ pub struct PhaseReport {
     pub x: Option<f64>,
     /// The comparison (schema `lamina-bench`).
     pub report: BenchReport,
+}
+
+/// An engine's failure in one phase of an experiment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseFailure {
+    /// The phase it failed in.
+    pub phase: String,
+    /// Engine, round, step and error (the same entry as in the phase's `report.failed`).
+    #[serde(flatten)]
+    pub failure: FailedEngine,
 }
 
 /// The whole experiment.
@@ -54,6 +65,14 @@ pub struct ExperimentReport {
     /// Per-engine points across phases with an x value (nbtree-insert's query sizes,
     /// fdfc-vs-btree's lookup ratios).
     pub series: Vec<Series>,
+    /// Every failed engine with the phase it failed in (`scale`: `reopen` for the checks,
+    /// close and reopen after the last phase); absent in reports written before it was
+    /// added. Non-empty: `lamina bench` exited non-zero after writing the report.
+    #[serde(default)]
+    pub failed: Vec<PhaseFailure>,
+    /// `scale`'s per-engine table with ratios to the best peer; null for other experiments.
+    #[serde(default)]
+    pub scale: Option<ScaleTable>,
 }
 
 impl ExperimentReport {
@@ -64,6 +83,8 @@ impl ExperimentReport {
         phases: &[(Phase, BenchOutcome)],
         insert_steps: Option<StepTable>,
         series: Vec<Series>,
+        failed: Vec<PhaseFailure>,
+        scale: Option<ScaleTable>,
     ) -> Self {
         ExperimentReport {
             schema: EXPERIMENT_SCHEMA_NAME.into(),
@@ -85,6 +106,8 @@ impl ExperimentReport {
                 .collect(),
             insert_steps,
             series,
+            failed,
+            scale,
         }
     }
 
@@ -130,8 +153,19 @@ impl ExperimentReport {
                     writeln!(md, "- phase {}: skipped `{}` ({})", phase.name, s.engine, s.reason);
             }
         }
+        for f in &self.failed {
+            let _ = writeln!(md, "- **FAILED** in phase {}: {}", f.phase, f.failure);
+        }
         md.push('\n');
-        if let Some(steps) = &self.insert_steps {
+        if let Some(scale) = &self.scale {
+            md.push_str(&scale.to_markdown());
+            md.push_str(
+                "Plots: `plots/insert_max_vs_size` (max insert latency per 1% of the inserts, \
+                 FD+FC Figure 1's measure), `plots/insert_mean_vs_size`, \
+                 `plots/insert/throughput_over_time` (inserts/s over the insert phase), and each \
+                 phase's `plots/<phase>/`.\n\n",
+            );
+        } else if let Some(steps) = &self.insert_steps {
             md.push_str(&steps_markdown(steps));
         }
         if self.is_figure6() {
@@ -149,6 +183,21 @@ impl ExperimentReport {
         }
         md
     }
+}
+
+/// Each phase's failures, tagged with the phase.
+pub fn phase_failures<'a>(
+    phases: impl IntoIterator<Item = (&'a str, &'a BenchReport)>,
+) -> Vec<PhaseFailure> {
+    phases
+        .into_iter()
+        .flat_map(|(name, report)| {
+            report
+                .failed
+                .iter()
+                .map(move |f| PhaseFailure { phase: name.to_string(), failure: f.clone() })
+        })
+        .collect()
 }
 
 fn engines_header(md: &mut String, first: &str, engines: &[&str], columns: &[&str]) {

@@ -2,7 +2,11 @@
 
 use lamina_core::Result;
 
-use super::{Experiment, Phase, PhaseRole, aggregate, report::ExperimentReport};
+use super::{
+    Experiment, Phase, PhaseRole, aggregate,
+    report::{ExperimentReport, phase_failures},
+    scale::{ScaleTable, run_scale},
+};
 use crate::{
     BenchConfig, BenchOutcome, EngineFactory, run_bench,
     runner::{RunConfig, RunnerKind},
@@ -76,18 +80,30 @@ pub fn run_experiment(
         note(&format!("{}: skipping engine {engine}: {reason}", request.experiment));
     }
     let mut phases = Vec::new();
-    for phase in &request.phases {
-        note(&format!("{}: phase {}", request.experiment, phase.name));
-        let config = phase_config(request, phase, &engines);
-        let outcome = run_bench(factory, &config, note)?;
-        phases.push((phase.clone(), outcome));
+    let mut scale = None;
+    let failed;
+    if request.experiment.shares_store() {
+        let run = run_scale(factory, request, &engines, note)?;
+        let [insert, lookup, concurrent] = [0, 1, 2].map(|i| &run.phases[i].1.report);
+        scale = Some(ScaleTable::new([insert, lookup, concurrent], run.extras, &run.failed));
+        phases = run.phases;
+        failed = run.failed;
+    } else {
+        for phase in &request.phases {
+            note(&format!("{}: phase {}", request.experiment, phase.name));
+            let config = phase_config(request, phase, &engines);
+            let outcome = run_bench(factory, &config, note)?;
+            phases.push((phase.clone(), outcome));
+        }
+        failed = phase_failures(phases.iter().map(|(p, o)| (p.name.as_str(), &o.report)));
     }
     let insert_steps = phases.iter().find_map(|(p, o)| match p.role {
         PhaseRole::InsertSteps { steps } => Some(aggregate::step_table(&o.report, steps)),
         _ => None,
     });
     let series = aggregate::series(phases.iter().map(|(p, o)| (p.role, &o.report)));
-    let report = ExperimentReport::new(request, missing, &phases, insert_steps, series);
+    let report =
+        ExperimentReport::new(request, missing, &phases, insert_steps, series, failed, scale);
     Ok(ExperimentOutcome { report, phases })
 }
 

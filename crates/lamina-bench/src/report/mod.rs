@@ -7,8 +7,8 @@ mod table;
 
 pub use csv::{timeline_csv, write_timeline_csv};
 pub use schema::{
-    BenchParams, BenchReport, EngineSummary, IoReport, RunReport, SCHEMA_NAME, SCHEMA_VERSION,
-    SkippedEngine, TimelineReport,
+    BenchParams, BenchReport, EngineSummary, FailedEngine, IoReport, RunReport, SCHEMA_NAME,
+    SCHEMA_VERSION, SkippedEngine, TimelineReport,
 };
 pub use table::{fmt_bytes, render_comparison, render_table};
 

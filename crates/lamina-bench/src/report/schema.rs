@@ -33,6 +33,12 @@ pub struct BenchReport {
     pub summary: Vec<EngineSummary>,
     /// Engines left out, and why.
     pub skipped: Vec<SkippedEngine>,
+    /// Engines that failed (an error from opening, a request, closing): each has no
+    /// `summary` entry, is not run in later rounds, and makes `lamina bench` exit non-zero
+    /// after every report is written; their completed runs stay in `runs`. Empty (absent)
+    /// in reports written before it was added.
+    #[serde(default)]
+    pub failed: Vec<FailedEngine>,
 }
 
 /// The parameters a report was produced with.
@@ -253,6 +259,26 @@ pub struct SkippedEngine {
     pub reason: String,
 }
 
+/// An engine that returned an error: the benchmark recorded it and went on with the others.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedEngine {
+    /// Engine name.
+    pub engine: String,
+    /// Round in which it failed, from 1.
+    pub round: u32,
+    /// What the bench was doing: `dir` (preparing its directory), `open`, `run` (preload
+    /// or requests), `close`; the `scale` experiment adds `reopen` and `verify`.
+    pub step: String,
+    /// The error, as the engine (or the bench) reported it.
+    pub error: String,
+}
+
+impl std::fmt::Display for FailedEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed in round {} ({}): {}", self.engine, self.round, self.step, self.error)
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -356,6 +382,12 @@ pub(crate) mod tests {
             }],
             runs: vec![run],
             skipped: vec![SkippedEngine { engine: "x".into(), reason: "unsupported".into() }],
+            failed: vec![FailedEngine {
+                engine: "y".into(),
+                round: 1,
+                step: "open".into(),
+                error: "no space left: y.db".into(),
+            }],
         }
     }
 
@@ -392,5 +424,14 @@ pub(crate) mod tests {
             assert!(run["ops"]["get"][field].is_number(), "ops.get.{field} missing");
         }
         assert!(value["params"]["seed"].is_number());
+        let failed = &value["failed"][0];
+        for field in ["engine", "round", "step", "error"] {
+            assert!(!failed[field].is_null(), "failed[0].{field} missing");
+        }
+        // Reports written before `failed` existed still read.
+        let mut old = value.clone();
+        old.as_object_mut().unwrap().remove("failed");
+        let back: BenchReport = serde_json::from_value(old).unwrap();
+        assert!(back.failed.is_empty());
     }
 }

@@ -136,6 +136,9 @@ pub fn render_table(report: &BenchReport) -> String {
     for skipped in &report.skipped {
         let _ = writeln!(out, "skipped {}: {}", skipped.engine, skipped.reason);
     }
+    for failed in &report.failed {
+        let _ = writeln!(out, "FAILED: {failed}");
+    }
     out.push_str(&"-".repeat(100));
     out.push('\n');
     for run in &report.runs {
@@ -145,19 +148,27 @@ pub fn render_table(report: &BenchReport) -> String {
     out
 }
 
-/// The side-by-side table (one line per engine, ratios to the first engine).
+/// The side-by-side table: one line per engine in `--engines` order, with ratios to the
+/// first engine that did not fail; a failed engine's line is its error.
 pub fn render_comparison(report: &BenchReport) -> String {
     let mut out = String::new();
-    let Some(first) = report.summary.first() else { return out };
+    if report.summary.is_empty() && report.failed.is_empty() {
+        return out;
+    }
     out.push_str(&"-".repeat(100));
     out.push('\n');
-    let _ = writeln!(
-        out,
-        "comparison (ratios to {}; throughput: higher is better, latency: lower is better)",
-        first.engine
-    );
+    match report.summary.first() {
+        Some(first) => {
+            let _ = writeln!(
+                out,
+                "comparison (ratios to {}; throughput: higher is better, latency: lower is better)",
+                first.engine
+            );
+        }
+        None => out.push_str("comparison: every engine failed\n"),
+    }
     // The engine column fits the longest name, so the columns stay aligned.
-    let name_width = report.summary.iter().map(|s| s.engine.len()).max().unwrap_or(0).max(6);
+    let name_width = report.params.engines.iter().map(String::len).max().unwrap_or(0).max(6);
     let _ = writeln!(
         out,
         "{:<name_width$} {:>12} {:>7} {:>10} {:>10} {:>7} {:>11} {:>7} {:>10} {:>7} {:>8} {:>11} {:>11}",
@@ -175,7 +186,17 @@ pub fn render_comparison(report: &BenchReport) -> String {
         "disk peak",
         "rss peak"
     );
-    for s in &report.summary {
+    for engine in &report.params.engines {
+        let Some(s) = report.summary.iter().find(|s| &s.engine == engine) else {
+            if let Some(f) = report.failed.iter().find(|f| &f.engine == engine) {
+                let _ = writeln!(
+                    out,
+                    "{engine:<name_width$} FAILED in round {} ({}): {}",
+                    f.round, f.step, f.error
+                );
+            }
+            continue;
+        };
         let _ = writeln!(
             out,
             "{:<name_width$} {:>12.0} {:>7.2} {:>10} {:>10} {:>7.2} {:>11} {:>7.2} {:>10} {:>7.2} {:>8.2} {:>11} {:>11}",
@@ -211,5 +232,21 @@ mod tests {
         assert!(text.contains("comparison (ratios to mem"), "{text}");
         assert!(text.contains("R_q"), "{text}");
         assert_eq!(fmt_bytes(1536), "1.5 KiB");
+    }
+
+    #[test]
+    fn failed_engines_get_a_row_with_their_error_in_engine_order() {
+        let mut report = sample_report();
+        report.params.engines = vec!["y".into(), "mem".into()];
+        let text = render_comparison(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[3].starts_with("y      FAILED in round 1 (open): no space left: y.db"),
+            "{text}"
+        );
+        assert!(lines[4].starts_with("mem "), "{text}");
+        assert!(render_table(&report).contains("FAILED: y failed in round 1 (open)"));
+        report.summary.clear();
+        assert!(render_comparison(&report).contains("every engine failed"));
     }
 }

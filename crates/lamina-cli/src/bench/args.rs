@@ -4,11 +4,35 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+/// Printed after the flags by `lamina bench --help`.
+pub const AFTER_HELP: &str = "\
+With no flags: the contest mix against every available engine, 100,000 requests over
+100,000 preloaded keys, one client thread, printed as a table. Engine E keeps its files in
+--dir DIR/E, otherwise in a temporary directory. `fdtree` (the default engine) may be given
+for `fdtree-fc`; reports call it `fdtree-fc`.
+
+An engine that fails (opening, a request, a full disk, closing) does not stop the benchmark:
+its row shows the error, the other engines run and are reported, and the command exits with
+status 2 after writing every report (JSON: `failed`, docs/bench-json.md).
+
+Experiments (--experiment NAME --out DIR; docs/results/bench-experiments.md):
+  fdfc-figure1, nbtree-insert, fdfc-vs-btree, fdfc-figure6, contest
+      scaled-down reproductions of the papers' figures (sizes scale with --ops, --preload)
+  scale
+      into one empty store per engine: --ops N uniform random inserts (default 1,000,000)
+      of 8-byte keys and 128-byte values from one thread, then min(N, 1,000,000) lookups of
+      inserted keys, then min(N, 200,000) inserts from 2 threads, then close and a timed
+      reopen that reads back 1,000 of the keys. Every engine gets a 64 MiB cache and a
+      32 MiB memory budget (--cache-bytes, --memory-budget-bytes override) and durability
+      none (--durability overrides). Engines: fdtree-fc, fdtree-xm, trie, mem and every peer
+      built in (rocksdb-tuned, leveldb-tuned, lmdb, bdb, wiredtiger-btree, wiredtiger-lsm);
+      --engines overrides, --rounds repeats with the engine order alternating. Reports
+      inserts/s, insert p99, p99.99 and max, the max insert per 1% of the inserts (plot),
+      inserts/s over time (plot), lookups/s and p99.99, write amplification, disk and memory
+      bytes per record, peak disk and RSS, the 2-thread inserts/s and p99.99, close and
+      reopen time, each rate and tail also as a ratio to the best peer.";
+
 /// Benchmark engines with the papers' workloads (and YCSB), side by side.
-///
-/// With no flags: the contest mix against every available engine, 100,000 requests over
-/// 100,000 preloaded keys, one client thread, printed as a table. Engine E keeps its files
-/// in `--dir DIR`/E (the global `--dir`), otherwise in a temporary directory.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     /// Engines to compare, comma-separated, in order (ratios are to the first) [default: all
@@ -18,9 +42,10 @@ pub struct BenchArgs {
     /// Workload: gr, tpcc, contest, ltu, insert, insert-query, ycsb-a ... ycsb-f, replay.
     #[arg(long, value_name = "NAME")]
     pub workload: Option<String>,
-    /// Run a named, scaled-down paper experiment into --out DIR: fdfc-figure1,
-    /// nbtree-insert, fdfc-vs-btree, fdfc-figure6, contest (sizes scale with --ops and
-    /// --preload).
+    /// Run a named experiment into --out DIR: the scaled-down paper experiments
+    /// fdfc-figure1, nbtree-insert, fdfc-vs-btree, fdfc-figure6, contest (sizes scale with
+    /// --ops and --preload), and scale (N = --ops inserts, lookups, 2-thread inserts and a
+    /// reopen on one store per engine; see below).
     #[arg(long, value_name = "NAME")]
     pub experiment: Option<String>,
     /// Output directory of --experiment (report.md, report.json, timeline.csv, plots/).

@@ -12,7 +12,7 @@ use lamina_bench::{
         write_experiment_plots,
     },
     plot::write_plots,
-    report::{render_table, write_timeline_csv},
+    report::{FailedEngine, render_table, write_timeline_csv},
     run_bench,
     runner::{RunConfig, RunnerKind},
     workload::record_trace,
@@ -243,8 +243,14 @@ fn check_experiment_flags(args: &BenchArgs, experiment: Option<Experiment>) -> R
     if experiment.is_some() && args.workload.is_some() {
         return Err(bad("experiment", "--experiment fixes the workload; drop --workload"));
     }
-    if experiment.is_none() {
+    let Some(experiment) = experiment else {
         return Ok(());
+    };
+    if experiment == Experiment::Scale && args.threads.is_some() {
+        return Err(bad(
+            "threads",
+            "--threads does not apply to --experiment scale (its phases use 1 and 2 client threads); scale it with --ops",
+        ));
     }
     let fixed = [
         ("mix", args.mix.is_some()),
@@ -371,7 +377,7 @@ fn write_outputs(
     args: &BenchArgs,
     outcome: &BenchOutcome,
     experiment: Option<Experiment>,
-) -> Result<()> {
+) -> Result<Vec<FailedEngine>> {
     let table = render_table(&outcome.report);
     let json = serde_json::to_string_pretty(&outcome.report)
         .map_err(|e| Error::io("encoding the JSON report", std::io::Error::other(e)))?;
@@ -398,7 +404,8 @@ fn write_outputs(
         write_plots(outcome, &out.join("plots"))?;
     }
     let mut stdout = std::io::stdout().lock();
-    stdout.write_all(table.as_bytes()).map_err(|e| Error::io("printing the report", e))
+    stdout.write_all(table.as_bytes()).map_err(|e| Error::io("printing the report", e))?;
+    Ok(outcome.report.failed.clone())
 }
 
 /// Every engine this build can benchmark: lamina's own, then (feature `peers`) the peer
@@ -424,7 +431,25 @@ fn prepare_output_dirs(args: &BenchArgs) -> Result<()> {
 }
 
 /// Runs `lamina bench`. `dir` and `engine` are the global `--dir` and `--engine`.
-pub fn run(args: &BenchArgs, dir: Option<&Path>, engine: Option<&str>) -> Result<()> {
+///
+/// Returns the engines that failed: the benchmark went on without them and every report
+/// was written, with their rows showing the error; the caller exits non-zero
+/// ([`failure_message`]).
+pub fn run(
+    args: &BenchArgs,
+    dir: Option<&Path>,
+    engine: Option<&str>,
+) -> Result<Vec<FailedEngine>> {
+    run_with(&engines(), args, dir, engine)
+}
+
+/// [`run`] against `factory`'s engines.
+fn run_with(
+    factory: &dyn EngineFactory,
+    args: &BenchArgs,
+    dir: Option<&Path>,
+    engine: Option<&str>,
+) -> Result<Vec<FailedEngine>> {
     let (config, experiment) = bench_config(args, dir, engine)?;
     if let Some(path) = &args.record {
         let ops = config.run.total_ops().expect("validated: --record has a request count");
@@ -433,15 +458,15 @@ pub fn run(args: &BenchArgs, dir: Option<&Path>, engine: Option<&str>) -> Result
             "lamina bench: wrote {records} requests ({ops} after the preload) to {}",
             path.display()
         );
-        return Ok(());
+        return Ok(Vec::new());
     }
     prepare_output_dirs(args)?;
     if let (Some(experiment), Some(out)) = (experiment, &args.out)
         && experiment != Experiment::FdfcFigure1
     {
-        return run_named_experiment(args, experiment, config, out);
+        return run_named_experiment(factory, args, experiment, config, out);
     }
-    let outcome = run_bench(&engines(), &config, &mut |note| eprintln!("lamina bench: {note}"))?;
+    let outcome = run_bench(factory, &config, &mut |note| eprintln!("lamina bench: {note}"))?;
     write_outputs(args, &outcome, experiment)
 }
 
@@ -461,17 +486,34 @@ fn experiment_request(
     })
 }
 
+/// The one line `lamina bench` ends with when engines failed (each failure was already
+/// printed as it happened, and the reports show it in the engine's row).
+pub fn failure_message(failed: &[FailedEngine]) -> String {
+    let mut engines: Vec<&str> = Vec::new();
+    for f in failed {
+        if !engines.contains(&f.engine.as_str()) {
+            engines.push(&f.engine);
+        }
+    }
+    let (count, noun) = if engines.len() == 1 { (1, "engine") } else { (engines.len(), "engines") };
+    format!(
+        "{count} {noun} failed ({}); every report was written, with the error in the engine's row",
+        engines.join(", ")
+    )
+}
+
 /// Runs a multi-phase experiment and writes `report.md`, `report.json`,
 /// `<phase>/timeline.csv` and `plots/` into `out`; prints the markdown.
 fn run_named_experiment(
+    factory: &dyn EngineFactory,
     args: &BenchArgs,
     experiment: Experiment,
     base: BenchConfig,
     out: &Path,
-) -> Result<()> {
+) -> Result<Vec<FailedEngine>> {
     let request = experiment_request(args, experiment, base)?;
     let outcome: ExperimentOutcome =
-        run_experiment(&engines(), &request, &mut |note| eprintln!("lamina bench: {note}"))?;
+        run_experiment(factory, &request, &mut |note| eprintln!("lamina bench: {note}"))?;
     let roles: Vec<_> = outcome.phases.iter().map(|(p, _)| p.role).collect();
     let markdown = outcome.report.to_markdown(&roles);
     let json = serde_json::to_string_pretty(&outcome.report)
@@ -486,7 +528,8 @@ fn run_named_experiment(
     }
     write_experiment_plots(&outcome, &out.join("plots"))?;
     let mut stdout = std::io::stdout().lock();
-    stdout.write_all(markdown.as_bytes()).map_err(|e| Error::io("printing the report", e))
+    stdout.write_all(markdown.as_bytes()).map_err(|e| Error::io("printing the report", e))?;
+    Ok(outcome.report.failed.iter().map(|f| f.failure.clone()).collect())
 }
 
 #[cfg(test)]
@@ -501,11 +544,80 @@ mod tests {
         bench: BenchArgs,
     }
 
-    fn config(line: &str) -> Result<(BenchConfig, Option<Experiment>)> {
-        let args = Cli::try_parse_from(std::iter::once("bench").chain(line.split_whitespace()))
+    fn args(line: &str) -> BenchArgs {
+        Cli::try_parse_from(std::iter::once("bench").chain(line.split_whitespace()))
             .expect("clap accepts the flags")
-            .bench;
-        bench_config(&args, None, None)
+            .bench
+    }
+
+    fn config(line: &str) -> Result<(BenchConfig, Option<Experiment>)> {
+        bench_config(&args(line), None, None)
+    }
+
+    /// lamina's engines plus `broken`, which never opens (a test-only engine: the CLI
+    /// offers no failing engine of its own).
+    struct WithBroken;
+
+    impl EngineFactory for WithBroken {
+        fn engines(&self) -> Vec<lamina_bench::EngineInfo> {
+            let mut all = LaminaFactory.engines();
+            all.push(lamina_bench::EngineInfo::new("broken", "fails to open"));
+            all
+        }
+        fn check(&self, name: &str, params: &EngineParams) -> Result<()> {
+            if name == "broken" { Ok(()) } else { LaminaFactory.check(name, params) }
+        }
+        fn open(
+            &self,
+            name: &str,
+            dir: &Path,
+            params: &EngineParams,
+        ) -> Result<std::sync::Arc<dyn lamina::OrderedIndex>> {
+            if name == "broken" {
+                return Err(Error::NoSpace {
+                    context: format!("test engine in {}", dir.display()),
+                });
+            }
+            LaminaFactory.open(name, dir, params)
+        }
+    }
+
+    #[test]
+    fn a_failed_engine_is_reported_after_every_output_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        let line = format!(
+            "--quiet --engines broken,fdtree --workload insert --ops 300 --json {}",
+            json.display()
+        );
+        let failed = run_with(&WithBroken, &args(&line), None, None).unwrap();
+        assert_eq!(failed.len(), 1);
+        assert_eq!((failed[0].engine.as_str(), failed[0].step.as_str()), ("broken", "open"));
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(report["failed"][0]["engine"], "broken");
+        assert!(report["failed"][0]["error"].as_str().unwrap().contains("no space left"));
+        assert_eq!(report["summary"][0]["engine"], "fdtree-fc", "the alias resolves");
+        assert_eq!(report["summary"].as_array().unwrap().len(), 1);
+        let message = failure_message(&failed);
+        assert!(message.starts_with("1 engine failed (broken)"), "{message}");
+
+        let out = dir.path().join("scale");
+        let line = format!(
+            "--quiet --experiment scale --ops 200 --engines mem,broken --out {}",
+            out.display()
+        );
+        let failed = run_with(&WithBroken, &args(&line), None, None).unwrap();
+        assert_eq!(failed.iter().map(|f| f.engine.as_str()).collect::<Vec<_>>(), ["broken"]);
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap())
+                .unwrap();
+        assert_eq!(report["failed"][0]["phase"], "insert");
+        assert_eq!(report["failed"][0]["step"], "open");
+        assert_eq!(report["scale"]["engines"][1]["failed"]["engine"], "broken");
+        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(md.contains("| broken | failed (insert: open) |"), "{md}");
+        assert!(out.join("plots/insert_max_vs_size.png").exists());
     }
 
     fn refused(line: &str, fragment: &str) {
@@ -571,6 +683,14 @@ mod tests {
         let (c, e) = config("--experiment contest --out x").unwrap();
         assert_eq!(e, Some(Experiment::Contest));
         assert_eq!(c.run.runner, RunnerKind::Closed { threads: 32 });
+        let (c, e) = config("--experiment scale --out x").unwrap();
+        assert_eq!(e, Some(Experiment::Scale));
+        assert_eq!((c.run.ops, c.run.bucket_ops), (Some(1_000_000), 10_000));
+        let p = &c.engine_params;
+        assert_eq!((p.cache_bytes, p.memory_budget_bytes), (64 << 20, 32 << 20));
+        assert_eq!(p.durability, Durability::None);
+        let (c, _) = config("--experiment scale --out x --ops 500 --cache-bytes 2097152").unwrap();
+        assert_eq!((c.run.ops, c.engine_params.cache_bytes), (Some(500), 2 << 20));
         let (c, e) = config("--experiment nbtree-insert --out x --ops 1000").unwrap();
         assert_eq!(e, Some(Experiment::NbtreeInsert));
         assert_eq!((c.workload.kind, c.run.ops), (WorkloadKind::Insert, Some(1000)));
@@ -597,6 +717,9 @@ mod tests {
         refused("--experiment fdfc-vs-btree --out d --mix 1:1:1", "--mix does not apply");
         refused("--experiment contest --out d --json j", "--json does not apply");
         refused("--experiment nbtree-insert --out d --duration 3", "--duration does not apply");
+        refused("--experiment scale --out d --threads 4", "--threads does not apply");
+        refused("--experiment scale --out d --preload 10", "empty store");
+        refused("--experiment scale --out d --key-bytes 4", "at least 8");
         refused("--workload nope", "unknown workload");
         refused("--emulate", "give --device");
         refused("--device floppy", "known profiles: host");

@@ -7,6 +7,11 @@ use std::{path::Path, sync::Arc};
 use lamina::{Db, DeviceProfile, EngineKind, Error, Options, OrderedIndex, Result};
 use lamina_bench::{EngineFactory, EngineInfo, EngineParams};
 
+/// The name of the default engine (`lamina engines`, the README): the FD+tree with its
+/// default scheme, FD+FC. The bench lists that engine as `fdtree-fc` (the mode's name,
+/// which reports show) and accepts `fdtree` for it.
+pub const DEFAULT_ENGINE_NAME: &str = "fdtree";
+
 /// Opens lamina's engines.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct LaminaFactory;
@@ -47,7 +52,13 @@ impl EngineFactory for LaminaFactory {
     fn engines(&self) -> Vec<EngineInfo> {
         EngineKind::ALL
             .iter()
-            .map(|k| EngineInfo { name: k.name().into(), description: k.description().into() })
+            .map(|k| {
+                let mut info = EngineInfo::new(k.name(), k.description());
+                if *k == EngineKind::default() {
+                    info.aliases.push(DEFAULT_ENGINE_NAME.into());
+                }
+                info
+            })
             .collect()
     }
 
@@ -63,6 +74,19 @@ impl EngineFactory for LaminaFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fdtree_is_the_default_engine_listed_as_fdtree_fc() {
+        assert_eq!(EngineKind::from_name(DEFAULT_ENGINE_NAME).unwrap(), EngineKind::default());
+        assert_eq!(
+            LaminaFactory.canonical_name(DEFAULT_ENGINE_NAME).as_deref(),
+            Some(EngineKind::default().name())
+        );
+        assert_eq!(EngineKind::default().name(), "fdtree-fc");
+        let listed = LaminaFactory.engines();
+        assert_eq!(listed.iter().filter(|e| e.answers_to(DEFAULT_ENGINE_NAME)).count(), 1);
+        LaminaFactory.check(DEFAULT_ENGINE_NAME, &EngineParams::default()).unwrap();
+    }
 
     #[test]
     fn the_size_ratio_reaches_fdtree_and_is_refused_elsewhere() {

@@ -4,9 +4,9 @@ mod args;
 mod command;
 mod factory;
 
-pub use args::BenchArgs;
-pub use command::run;
-pub use factory::LaminaFactory;
+pub use args::{AFTER_HELP, BenchArgs};
+pub use command::{failure_message, run};
+pub use factory::{DEFAULT_ENGINE_NAME, LaminaFactory};
 
 /// Whether this build links the peer engines (feature `peers`). Without it they are not
 /// listed, and `lamina bench` refuses a peer by name with an error naming the feature.
