@@ -70,6 +70,7 @@ impl Tree {
         debug_assert!(frozen.seq_max() <= through_seq);
         self.top.frozen = Some(frozen.clone());
         self.top.frozen_through_seq = through_seq;
+        self.top.publish_memtables();
         Some(frozen)
     }
 
@@ -81,6 +82,7 @@ impl Tree {
         runs.extend(self.top.runs.iter().cloned());
         self.top.runs = runs.into();
         self.top.frozen = None;
+        self.top.publish_memtables();
         self.applied_seq = self.applied_seq.max(self.top.frozen_through_seq);
         self.merges.runs_written += 1;
     }

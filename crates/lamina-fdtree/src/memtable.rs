@@ -205,7 +205,17 @@ impl Memtable {
         self.seq_max.fetch_max(seq, Ordering::AcqRel);
     }
 
-    fn apply_locked(&self, inner: &mut Inner, stored: Stored) {
+    fn apply_locked(&self, inner: &mut Inner, mut stored: Stored) {
+        // A delete that replaces this memtable's insert of its key: the insert's bytes leave
+        // the counters with it (below), so the delete must not cancel them a second time,
+        // or Remark A.1's U-hat would fall below the live data and level skipping could break
+        // (I5). It still shadows every older version below.
+        if let EntryRef::Delete { key, cancelled_len } = stored.entry()
+            && cancelled_len > 0
+            && inner.set.get(key).is_some_and(|old| matches!(old.entry(), EntryRef::Insert { .. }))
+        {
+            stored = Stored::new(&EntryRef::Delete { key, cancelled_len: 0 });
+        }
         inner.stats.add(&stored.entry(), false);
         let add = stored.memory_bytes();
         let hash = key_hash(stored.key());

@@ -189,6 +189,18 @@ impl Tree {
         Counters::of(&s)
     }
 
+    /// The counters of what a merge takes as input: `L_0`'s runs and the disk levels, not
+    /// the memtables. A delete still in a memtable cancels bytes that a merge starting now
+    /// keeps, so counting it would let U-hat fall below what the merge writes, and level
+    /// skipping could then break (I5).
+    pub fn merge_input_counters(&self) -> Counters {
+        let mut s = crate::format::stats::LevelStats::default();
+        for l in self.top.runs.iter().chain(self.levels.iter()) {
+            s.merge(&l.stats);
+        }
+        Counters::of(&s)
+    }
+
     /// What the last merge did.
     pub fn last_merge(&self) -> Option<&MergeReport> {
         self.last_merge.as_ref()

@@ -499,7 +499,7 @@ fn a_failed_background_merge_or_flush_is_sticky_and_a_full_disk_is_waited_out_fc
 /// like one in a level write (or become a sticky failure): never a merge abandoned half way,
 /// which leaves the tree mid-merge for good (no later merge, `wait_for_merges` spinning).
 ///
-/// Fails today, for both files: `wait_for_merges` never returns (the `.mrg` case at step 287,
+/// Failed before the fix, for both files: `wait_for_merges` never returns (the `.mrg` case at step 287,
 /// the `.fen` case at step 71). `fc/run.rs` writes both with `BlockStore::write_file`, outside
 /// the retry policy the level writers use; the `NoSpace` error ends `run_fc_merge`, and
 /// `Inner::fc_merge_once` (`engine/background.rs`) neither records it as a failure (a full

@@ -273,7 +273,7 @@ fn updates_keep_counters_upper_bounds() {
 /// then merge (section 2.2: an underflow-triggered merge), or `verify()`, which runs after every
 /// merge here, reports the violation.
 ///
-/// Fails today: after the partial merge `m = 5` (h = 7, 220 entries shadowed) `verify()` says
+/// Failed before the fix: after the partial merge `m = 5` (h = 7, 220 entries shadowed) `verify()` says
 /// "(I6) N_nabla 975 > N_delta 2764 / 3" because `Tree::merge_due` returns `None` whenever `L_0`
 /// has no run (`merge/mod.rs`: `if self.merge_in_progress() || self.top.runs.is_empty()`), so
 /// the underflow waits for the next memtable to be written out.

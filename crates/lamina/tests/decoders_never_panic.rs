@@ -40,7 +40,9 @@ proptest! {
         let crc = masked_crc32c(&bytes);
         bytes.extend_from_slice(&crc.to_le_bytes());
         if let Some(meta) = decode_checked::<Meta>(&bytes) {
-            prop_assert_eq!(meta.encode(), bytes);
+            // A version 1 file is read (as a created database) and written back as version 2:
+            // what it says survives the round trip, not its bytes.
+            prop_assert_eq!(decode_checked::<Meta>(&meta.encode()), Some(meta));
         }
     }
 }

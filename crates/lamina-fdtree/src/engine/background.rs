@@ -109,12 +109,13 @@ impl Inner {
     /// Freezes the active memtable under the exclusive write gate (no modification is
     /// between its log append and its memtable insert).
     fn freeze(&self) -> Result<Option<Arc<crate::memtable::Memtable>>> {
-        let _gate = self.write_gate.write();
-        let through = match &self.log {
-            Some(log) => log.stats().next_seq.saturating_sub(1),
-            None => 0,
-        };
-        let frozen = self.write(|t| Ok(t.freeze(through)))?;
+        let frozen = self.write_gated(|t| {
+            let through = match &self.log {
+                Some(log) => log.next_seq().saturating_sub(1),
+                None => 0,
+            };
+            Ok(t.freeze(through))
+        })?;
         if frozen.is_some() {
             self.logged_bytes.store(0, Ordering::Relaxed);
         }

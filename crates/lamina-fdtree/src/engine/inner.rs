@@ -10,12 +10,17 @@
 //!    takes the stripes of all its keys in increasing order. Nothing else waits for it.
 //! 3. `persist` (the commit lock): one commit at a time, and what a merge switches in is
 //!    committed with nothing in between (`fc/run.rs`).
-//! 4. `write_gate`: shared by every modification from its log append until it is applied
-//!    to the memtable, exclusive while the memtable is frozen, so the frozen memtable holds
+//! 4. `stage_gate` (FD+FC): exclusive for each stage of a merge, shared by scans.
+//! 5. `tree`: the paper's `L_0` mutex; short critical sections, never across I/O.
+//!    Modifications never take it (they use `mem_slot`), so a merge thread descheduled while
+//!    holding it delays lookups, not writers.
+//! 6. `write_gate`: shared by every modification from its log append until it is applied
+//!    to the memtable, exclusive while the memtable is frozen (with the tree lock already
+//!    held, so writers are held only for the swap itself), so the frozen memtable holds
 //!    exactly the log records up to a sequence number.
-//! 5. `stage_gate` (FD+FC): exclusive for each stage of a merge, shared by scans.
-//! 6. `tree`: the paper's `L_0` mutex; short critical sections, never across I/O.
-//! 7. a memtable's own lock, a block latch, a tail's mutex.
+//! 7. `mem_slot` (`Top::slot`): the active memtable and the frozen one's size, read by
+//!    modifications, written whenever the tree changes either.
+//! 8. a memtable's own lock, a block latch, a tail's mutex.
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Weak};
@@ -49,6 +54,8 @@ pub(crate) struct Inner {
     pub persist: Mutex<Option<Persist>>,
     pub persistent: bool,
     pub write_gate: RwLock<()>,
+    /// The tree's `Top::slot`: what modifications need of `L_0`'s memory.
+    pub mem_slot: Arc<RwLock<crate::top::MemSlot>>,
     pub stripes: Box<[Mutex<()>]>,
     pub xm: RwLock<()>,
     pub stage_gate: RwLock<()>,
@@ -72,6 +79,16 @@ impl Inner {
     pub fn write<R>(&self, f: impl FnOnce(&mut Tree) -> Result<R>) -> Result<R> {
         let mut guard = self.tree.write();
         f(guard.as_mut().ok_or(Error::Closed)?)
+    }
+
+    /// Runs `f` on the tree under the exclusive tree lock and then the exclusive write gate
+    /// (lock order above): no modification is between its log append and its memtable
+    /// insert while `f` runs, and none waits for the tree lock meanwhile.
+    pub fn write_gated<R>(&self, f: impl FnOnce(&mut Tree) -> Result<R>) -> Result<R> {
+        let mut guard = self.tree.write();
+        let tree = guard.as_mut().ok_or(Error::Closed)?;
+        let _gate = self.write_gate.write();
+        f(tree)
     }
 
     /// The stripe of a key (by its filter hash).

@@ -160,9 +160,10 @@ impl Inner {
                 self.check_disk_budget(put)?;
             }
             let epoch = self.control.room_epoch();
-            let (active, frozen) = self.read(|t| {
-                Ok((t.top.active.bytes(), t.top.frozen.as_ref().map_or(0, |f| f.bytes())))
-            })?;
+            let (active, frozen) = {
+                let slot = self.mem_slot.read();
+                (slot.active.bytes(), slot.frozen_bytes)
+            };
             let freeze_due = active >= self.params.memtable_freeze_bytes();
             if self.mode == FcMode::Xm {
                 // Errors as the background threads' (`Control::background_result`): a full
@@ -215,7 +216,12 @@ impl Inner {
     /// Logs `op` and applies it to the active memtable, under the shared write gate.
     fn apply(&self, op: LogOp<'_>, bytes: u64, apply: impl FnOnce(&Memtable, u64)) -> Result<()> {
         let gate = self.write_gate.read();
-        let mem = self.read(|t| Ok(t.top.active.clone()))?;
+        // Checked under the gate: `close` freezes (exclusive gate) after setting `closed`,
+        // so a modification is either in the final checkpoint or refused.
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let mem = self.mem_slot.read().active.clone();
         let seq = match &self.log {
             Some(log) => log.append(op)?,
             None => 0,

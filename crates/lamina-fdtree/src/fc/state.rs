@@ -89,7 +89,13 @@ impl Tree {
         let h = self.height();
         let m = self.choose_merge_m(trigger);
         let full = m + 1 >= h;
-        let u = u_hat(&self.level_sizes(), h, self.counters().live_bytes(), m, &self.params);
+        let u = u_hat(
+            &self.level_sizes(),
+            h,
+            self.merge_input_counters().live_bytes(),
+            m,
+            &self.params,
+        );
         let succ_below =
             self.levels.iter().find(|l| l.label > m).map(|l| l.size_blocks(&self.params));
         let o_hat = preemptive_skips(u, m, succ_below, full, &self.params);

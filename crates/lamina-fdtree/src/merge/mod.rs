@@ -98,10 +98,26 @@ impl Tree {
     pub(crate) fn choose_merge_m(&self, trigger: Trigger) -> usize {
         let h = self.height();
         match trigger {
-            Trigger::Underflow => (h - 1).max(1),
-            Trigger::Overflow => {
-                choose_m(&self.level_sizes(), h, self.counters().live_bytes(), &self.params)
+            Trigger::Underflow => {
+                // A full merge; it grows the tree like eq. 2's first case when what it
+                // writes (U-hat, with `L_0`'s runs) does not fit `kappa_(h-1)`: the levels
+                // between are fence levels, so (I5) holds.
+                let m = (h - 1).max(1);
+                let live = self.merge_input_counters().live_bytes();
+                let full =
+                    crate::merge::prepare::u_hat(&self.level_sizes(), h, live, m, &self.params);
+                let mut m = m;
+                while full > self.params.kappa(m) {
+                    m += 1; // kappa_i saturates at u64::MAX, so this ends
+                }
+                m
             }
+            Trigger::Overflow => choose_m(
+                &self.level_sizes(),
+                h,
+                self.merge_input_counters().live_bytes(),
+                &self.params,
+            ),
         }
     }
 
@@ -113,11 +129,7 @@ impl Tree {
         if self.merge_in_progress() || self.top.runs.is_empty() {
             return None;
         }
-        let mut merged = crate::format::stats::LevelStats::default();
-        for l in self.top.runs.iter().chain(self.levels.iter()) {
-            merged.merge(&l.stats);
-        }
-        if crate::tree::Counters::of(&merged).underflows() {
+        if self.merge_input_counters().underflows() {
             return Some(Trigger::Underflow);
         }
         let over = self.top_size_blocks() > self.params.kappa0_blocks;

@@ -26,18 +26,43 @@ pub struct Top {
     pub runs: Arc<[DiskLevel]>,
     /// The fences into the first disk level.
     pub fences: Fences,
+    /// `active` and the frozen memtable's size, published for writers (see [`MemSlot`]).
+    pub slot: Arc<parking_lot::RwLock<MemSlot>>,
+}
+
+/// What a writer needs of `L_0`'s memory: the memtable to add to and how full the
+/// memtables are. Kept apart from the tree lock (updated under it, by
+/// [`Top::publish_memtables`]) so that a modification never waits for the tree lock, which a
+/// merge thread may hold while it is descheduled.
+#[derive(Debug)]
+pub struct MemSlot {
+    /// The same memtable as `Top::active`.
+    pub active: Arc<Memtable>,
+    /// Bytes of the frozen memtable (0: none).
+    pub frozen_bytes: u64,
 }
 
 impl Top {
     /// An empty top level.
     pub fn new(active: Memtable) -> Self {
+        let active = Arc::new(active);
+        let slot = MemSlot { active: active.clone(), frozen_bytes: 0 };
         Top {
-            active: Arc::new(active),
+            active,
             frozen: None,
             frozen_through_seq: 0,
             runs: Arc::from(Vec::new()),
             fences: Fences::new(),
+            slot: Arc::new(parking_lot::RwLock::new(slot)),
         }
+    }
+
+    /// Publishes `active` and the frozen memtable's size to writers; called (under the tree
+    /// lock) whenever either changes.
+    pub fn publish_memtables(&self) {
+        let mut slot = self.slot.write();
+        slot.active = self.active.clone();
+        slot.frozen_bytes = self.frozen.as_ref().map_or(0, |f| f.bytes());
     }
 
     /// Counts of the data entries of the memtables and runs.

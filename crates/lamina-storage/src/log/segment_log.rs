@@ -115,11 +115,19 @@ impl SegmentLog {
 
     /// Counters of the log.
     pub fn stats(&self) -> LogStats {
+        // Waits for the segments' lock, which the flusher holds across a chunk's write and
+        // sync: callers on a writer's path use `next_seq`.
         let mut stats = self.core.stats();
         let segments = self.segments.lock();
         stats.segments = segments.count() as u64;
         stats.disk_bytes = segments.data_bytes();
         stats
+    }
+
+    /// The sequence number the next append gets. Unlike [`SegmentLog::stats`], never waits
+    /// for a flush in progress.
+    pub fn next_seq(&self) -> SeqNo {
+        self.core.next_seq()
     }
 
     /// The storage the log writes to (for its I/O counters).

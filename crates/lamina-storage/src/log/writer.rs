@@ -25,7 +25,7 @@ use lamina_core::limits::{check_key, check_value};
 use lamina_core::{DISK_BUDGET_OPTION, Durability, Error, InvalidArgument, Result};
 use parking_lot::{Condvar, Mutex};
 
-use super::flusher::{flusher_loop, set_failure};
+use super::flusher::{flush_decision, flusher_loop, set_failure};
 use super::options::{LiveRecords, LogOptions};
 use super::record::{LogOp, SeqNo};
 use super::recovery::Sink;
@@ -241,7 +241,13 @@ impl LogCore {
             st.fill_threads.push(std::thread::current());
         }
         inner.arriving.fetch_sub(1, Ordering::SeqCst);
-        if st.flusher_idle {
+        // The flusher is woken only when its decision may have changed: a buffer's first
+        // record starts its deadline, and a flush may now be due. Waking it on every append
+        // made it take this lock once per record, and a flusher preempted while holding it
+        // stalled writers for a whole time slice.
+        if st.flusher_idle
+            && (st.fill_records == 1 || flush_decision(inner, &st, Instant::now()).is_ok())
+        {
             inner.work_cv.notify_one();
         }
         drop(st);
@@ -323,6 +329,11 @@ impl LogCore {
             Some(Failure::Abandoned) | None => Ok(()),
             Some(failure) => Err(failure.to_error()),
         }
+    }
+
+    /// The sequence number the next append gets (one lock, held for a load).
+    pub(super) fn next_seq(&self) -> SeqNo {
+        self.inner.state.lock().next_seq
     }
 
     /// Counters of the log.
