@@ -112,10 +112,9 @@ typedef struct lamina_options {
     /** Block cache size, at most 1 TiB; 0 disables the cache. Default 15 MiB. */
     uint64_t cache_bytes;
     /** Most bytes the database may occupy on disk; 0 = no cap (the default). Enforced by
-     *  "mem" and "trie" (their log ring grows with the data up to it; it may change between
-     *  opens): at the budget, writes that add data fail with LAMINA_NO_SPACE, deletes and
-     *  overwrites that do not grow the data still succeed. Other engines return
-     *  LAMINA_UNSUPPORTED for a nonzero value. */
+     *  "fdtree", "mem" and "trie" (it may change between opens): at the budget, writes that
+     *  add data fail with LAMINA_NO_SPACE, deletes and overwrites that do not grow the data
+     *  still succeed. Other engines return LAMINA_UNSUPPORTED for a nonzero value. */
     uint64_t disk_budget_bytes;
     /** Nonzero: create the directory if it does not exist. Default 1. */
     int create_if_missing;
