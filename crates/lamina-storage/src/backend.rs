@@ -87,6 +87,26 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
     /// and never-written gaps do not count), as opposed to [`StorageFile::len`].
     fn allocated_bytes(&self) -> Result<u64>;
 
+    /// A hint: start writing `offset..offset + len` back to the medium now, without waiting
+    /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`, RocksDB's `bytes_per_sync`). Durability
+    /// is unchanged (only `sync_data` makes data durable); a writer that calls it every MiB
+    /// or so keeps the device busy with a steady stream instead of one large burst at its
+    /// `sync_data` or the kernel's next writeback, so other files' syncs do not queue behind
+    /// that burst. Default: nothing.
+    fn start_writeback(&self, offset: u64, len: u64) -> Result<()> {
+        let _ = (offset, len);
+        Ok(())
+    }
+
+    /// A read-only map of the file's first `len` bytes (`len` at most the file's length),
+    /// or `None` when this backend or file offers no maps (the caller then reads with
+    /// [`StorageFile::read_exact_at`]). The caller must not cut the file below `len` while
+    /// the map lives ([`crate::read_map`]); reads through the map are not counted as I/O.
+    fn map_read(&self, len: u64) -> Result<Option<crate::ReadMap>> {
+        let _ = len;
+        Ok(None)
+    }
+
     /// Whether the file is empty.
     fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)

@@ -38,12 +38,21 @@ pub const DIRECT_IO_ALIGN_BYTES: u64 = 4096;
 const PUNCH_ZEROS_CHUNK_BYTES: u64 = 1 << 20;
 
 /// Options of [`FileStorage::open_dir`].
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FileOptions {
     /// Use `O_DIRECT` for aligned accesses where the filesystem allows it.
     pub direct_io: bool,
+    /// Offer read-only maps ([`StorageFile::map_read`]); default true. Off, engines read
+    /// everything with `pread` and every read is counted by the accounting.
+    pub read_maps: bool,
     /// Block size, device profile and emulation of the accounting.
     pub accounting: AccountingOptions,
+}
+
+impl Default for FileOptions {
+    fn default() -> Self {
+        FileOptions { direct_io: false, read_maps: true, accounting: AccountingOptions::default() }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -58,6 +67,7 @@ pub struct FileStorage {
     dir: PathBuf,
     dir_handle: File,
     direct_io: bool,
+    read_maps: bool,
     names: Mutex<Names>,
     accounting: Arc<IoAccounting>,
 }
@@ -71,6 +81,7 @@ pub struct DiskFile {
     buffered: File,
     direct: Option<File>,
     direct_failed: AtomicBool,
+    read_maps: bool,
     accounting: Arc<IoAccounting>,
 }
 
@@ -96,6 +107,7 @@ impl FileStorage {
             dir,
             dir_handle,
             direct_io: options.direct_io,
+            read_maps: options.read_maps,
             names: Mutex::new(names),
             accounting,
         })
@@ -154,6 +166,7 @@ impl Storage for FileStorage {
             buffered,
             direct,
             direct_failed: AtomicBool::new(false),
+            read_maps: self.read_maps,
             accounting: self.accounting.clone(),
         });
         names.open.insert(name.to_owned(), Arc::downgrade(&file));
@@ -361,6 +374,53 @@ impl StorageFile for DiskFile {
         }
         self.accounting.on_punch(end - start);
         Ok(())
+    }
+
+    fn start_writeback(&self, offset: u64, len: u64) -> Result<()> {
+        check_punch_range(&self.name, offset, len)?;
+        let (Ok(off), Ok(n)) = (libc::off64_t::try_from(offset), libc::off64_t::try_from(len))
+        else {
+            return Ok(()); // a hint: nothing to start for a range no file reaches
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: `sync_file_range` only reads its integer arguments; the descriptor is owned
+        // by `self.buffered` and outlives the call.
+        let rc = unsafe {
+            libc::sync_file_range(self.buffered.as_raw_fd(), off, n, libc::SYNC_FILE_RANGE_WRITE)
+        };
+        if rc != 0 {
+            let err = std::io::Error::last_os_error();
+            let ctx =
+                format!("starting writeback of {len} bytes at {offset} of {}", self.path.display());
+            return Err(Error::io(ctx, err));
+        }
+        Ok(())
+    }
+
+    fn map_read(&self, len: u64) -> Result<Option<crate::ReadMap>> {
+        if !self.read_maps || len == 0 {
+            return Ok(None);
+        }
+        let len_usize = usize::try_from(len).map_err(|_| Error::Unsupported {
+            what: format!("mapping {len} bytes of {}", self.name),
+        })?;
+        let file_len = self.len()?;
+        if len > file_len {
+            return Err(crate::backend::eof_error(&self.name, 0, len_usize, file_len));
+        }
+        // SAFETY: the map is read-only and shared, so the process never writes through it and
+        // Rust's aliasing rules hold for the `&[u8]` it hands out; what remains is the file
+        // changing underneath: writes and punched holes only change the bytes seen (the
+        // callers synchronise those with their readers, as they do for `pread`), and the
+        // caller promises not to cut the file below `len` while the map lives (the contract
+        // of `crate::read_map`), so no page of the map lies past the end of the file (SIGBUS).
+        let map = unsafe { memmap2::MmapOptions::new().len(len_usize).map(&self.buffered) }
+            .map_err(|e| Error::io(format!("mapping {len} bytes of {}", self.path.display()), e))?;
+        // Advice only: a failure changes speed, never content.
+        let _ = map.advise(memmap2::Advice::Random);
+        Ok(Some(crate::ReadMap::new(map)))
     }
 
     fn allocated_bytes(&self) -> Result<u64> {

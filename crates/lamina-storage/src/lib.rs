@@ -12,6 +12,7 @@
 //! - [`log`]: the group-commit log (coalesced cyclic log of the SIGMOD 2011 contest paper).
 //! - [`faulty`], [`fault_plan`], [`crash_points`]: the fault-injecting backend, its seeded
 //!   plan, and the crash-at-every-operation test loop.
+//! - [`read_map`]: read-only maps of files, for readers that probe them in place.
 //! - [`cache`]: the block cache (byte budget, scan-resistant CLOCK, pins, per-block latches).
 //! - [`pmem`]: the persistent-memory region (mmap and simulated crash image), persistent
 //!   pointers and the leak-free allocator of FPTree section 2.
@@ -29,6 +30,7 @@ pub mod freelist;
 pub mod log;
 pub mod memory;
 pub mod pmem;
+pub mod read_map;
 pub mod superblock;
 
 pub use accounting::{AccountingOptions, BLOCK_BYTES_DEFAULT, IoAccounting};
@@ -41,4 +43,5 @@ pub use faulty::{FaultyFile, FaultyStorage, is_simulated_crash};
 pub use file::{DiskFile, FileOptions, FileStorage};
 pub use freelist::FreeList;
 pub use memory::{MemoryFile, MemoryStorage};
+pub use read_map::ReadMap;
 pub use superblock::{Committed, SlotState, Superblock};
