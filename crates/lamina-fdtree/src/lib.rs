@@ -30,7 +30,7 @@ pub mod top;
 pub mod tree;
 mod verify;
 
-pub use engine::FdTree;
+pub use engine::{FdTree, RUNS_PACE_FLOOR, RUNS_PACE_SPAN, runs_allowed};
 pub use merge::Trigger;
 pub use options::{FcMode, FdTreeOptions, Params};
 pub use tree::{Counters, MergeCounts, MergeReport, Tree};

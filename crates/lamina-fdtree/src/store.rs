@@ -12,17 +12,19 @@
 //! of their file (`StorageFile::punch_hole`): the file keeps its length, the block's space
 //! is freed, and the file is removed once the merge is over.
 //!
-//! Lookups read single segments through an optional cache of segments (segments are written
-//! once and never modified, and file ids are never reused, so a cached segment is valid as
-//! long as it is reachable; segments of removed files age out).
+//! Lookups read single segments in place from a finished level's read-only map
+//! (`level/map.rs`), else through an optional cache of segments (segments are written once
+//! and never modified, and file ids are never reused, so a cached segment is valid as long as
+//! it is reachable; segments of removed files age out).
 
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use lamina_core::{Error, Result};
 use lamina_storage::cache::{Access, BlockCache, BlockKey, CacheConfig};
-use lamina_storage::{OpenMode, Storage, StorageFile};
+use lamina_storage::{OpenMode, ReadMap, Storage, StorageFile};
 
 use crate::format::index::SegmentPos;
 use crate::format::segment::{EntryRun, SEGMENT_HEADER_BYTES, SegmentAddr, parse_segment};
@@ -86,6 +88,8 @@ pub struct BlockStore {
     frame_bytes: usize,
     key_bytes_max: usize,
     value_bytes_max: usize,
+    /// Segments read through a map (shared by the clones of the store).
+    mapped_reads: Arc<AtomicU64>,
 }
 
 impl BlockStore {
@@ -107,6 +111,7 @@ impl BlockStore {
             frame_bytes,
             key_bytes_max: params.key_bytes_max,
             value_bytes_max: params.value_bytes_max,
+            mapped_reads: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -194,11 +199,13 @@ impl BlockStore {
     }
 
     /// Runs `f` on the entries of segment `pos` of level file `file_id` (checked: checksum,
-    /// place, entry order), read through the cache.
+    /// place, entry order), read in place from `map` if it covers the segment
+    /// (`level/map.rs`), else through the cache.
     pub fn with_segment<R>(
         &self,
         file: &dyn StorageFile,
         file_id: u32,
+        map: Option<&ReadMap>,
         pos: SegmentPos,
         f: impl FnOnce(EntryRun<'_>) -> Result<R>,
     ) -> Result<R> {
@@ -206,6 +213,13 @@ impl BlockStore {
         let at = u64::from(pos.block) * self.block_bytes as u64 + u64::from(pos.offset);
         let len = usize::from(pos.len);
         let bad = |e: lamina_core::codec::DecodeError| e.at(&self.storage.path_of(file.name()), at);
+        if let Some(bytes) = map.and_then(|m| m.get(at, len)) {
+            self.mapped_reads.fetch_add(1, Ordering::Relaxed);
+            // Checked on every read: nothing is cached, and a check of a 4 KiB segment
+            // (CRC32C in hardware) is a small part of a lookup.
+            let seg = parse_segment(bytes, addr).map_err(bad)?;
+            return f(seg.entries);
+        }
         if let Some(cache) = &self.cache
             && len + 2 <= self.frame_bytes
         {
@@ -236,6 +250,12 @@ impl BlockStore {
             let seg = parse_segment(buf, addr).map_err(bad)?;
             f(seg.entries)
         })
+    }
+
+    /// Segments read in place through a level's map (`level/map.rs`) since the store was
+    /// made; those reads are not in the storage's I/O counters.
+    pub fn mapped_reads(&self) -> u64 {
+        self.mapped_reads.load(Ordering::Relaxed)
     }
 
     /// Segment cache counters (hits, misses), if there is a cache.

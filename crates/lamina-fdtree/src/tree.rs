@@ -244,6 +244,11 @@ impl Tree {
         self.store.cache_stats()
     }
 
+    /// Segments lookups read in place through level maps (`level/map.rs`).
+    pub fn mapped_reads(&self) -> u64 {
+        self.store.mapped_reads()
+    }
+
     /// Whether a background merge is between its start and its end.
     pub fn merge_in_progress(&self) -> bool {
         self.fc.is_some() || self.side.is_some()

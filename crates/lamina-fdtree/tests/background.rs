@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lamina_core::{Error, KeyRange, OrderedIndex, WriteBatch};
-use lamina_fdtree::{FcMode, FdTree, FdTreeOptions, Tree};
+use lamina_fdtree::{FcMode, FdTree, FdTreeOptions, RUNS_PACE_FLOOR, RUNS_PACE_SPAN, Tree};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use lamina_storage::{FailKind, MemoryStorage, OpenMode, Storage, StorageFile};
@@ -143,36 +143,40 @@ fn lookups_and_writes_complete_while_the_merge_is_held() {
     assert!(keys >= oracle.len() as u64, "live keys {keys} < {} (an upper bound)", oracle.len());
 }
 
-/// FD+DS writers never wait for a merge: with the merge held for good, they write many
-/// memtables' worth, which go to disk as runs of `L_0^new`; lookups meanwhile see all of it.
+/// FD+DS writers never wait for a merge below the pacing ceiling (`engine/pacing.rs`): with
+/// the merge held for good, they write many memtables' worth, which go to disk as runs of
+/// `L_0^new`; lookups meanwhile see all of it.
 #[test]
 fn writers_are_never_held_up_by_a_held_merge() {
     let db = Arc::new(FdTree::volatile(&tiny()).unwrap());
     let mut oracle = BTreeMap::new();
     hold_the_next_merge(&db, &mut oracle);
     let runs_before = db.with_tree(Tree::run_count).unwrap();
-    // Two writers at once, on different keys.
+    let target = runs_before + 6;
+    assert!(target < RUNS_PACE_FLOOR + RUNS_PACE_SPAN);
+    // Two writers at once, on different keys, until `L_0^new` has 6 more runs.
     let writer = |base: u64| {
         let db = db.clone();
         std::thread::spawn(move || {
-            for i in 0..1_000u64 {
-                db.put(&key(base + i), b"v").unwrap();
+            let mut written = 0u64;
+            while db.with_tree(Tree::run_count).unwrap() < target {
+                assert!(written < 20_000, "memtables were not written out as runs");
+                db.put(&key(base + written), b"v").unwrap();
+                written += 1;
             }
+            written
         })
     };
-    let writers = [writer(1_000_000), writer(2_000_000)];
-    for w in writers {
-        w.join().unwrap();
-    }
-    for base in [1_000_000, 2_000_000] {
-        for i in 0..1_000u64 {
+    let writers = [(1_000_000, writer(1_000_000)), (2_000_000, writer(2_000_000))];
+    for (base, w) in writers {
+        for i in 0..w.join().unwrap() {
             oracle.insert(key(base + i).to_vec(), b"v".to_vec());
         }
     }
     let runs_after = db.with_tree(Tree::run_count).unwrap();
     assert!(db.with_tree(Tree::merge_in_progress).unwrap(), "the merge is still held");
-    assert!(runs_after > runs_before + 5, "{runs_before} -> {runs_after} runs");
-    assert_eq!(db.get(&key(1_000_999)).unwrap().as_deref(), Some(&b"v"[..]));
+    assert!(runs_after >= target, "{runs_before} -> {runs_after} runs");
+    assert_eq!(db.get(&key(1_000_000)).unwrap().as_deref(), Some(&b"v"[..]));
     assert_eq!(all(&db), oracle);
     db.hold_merges(false);
     db.wait_for_merges().unwrap();

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use lamina_core::{KeyRange, OrderedIndex};
-use lamina_fdtree::{FcMode, FdTree, FdTreeOptions, Tree};
+use lamina_fdtree::{
+    FcMode, FdTree, FdTreeOptions, RUNS_PACE_FLOOR, RUNS_PACE_SPAN, Tree, runs_allowed,
+};
 use lamina_storage::{MemoryStorage, Storage};
 
 fn tiny() -> FdTreeOptions {
@@ -131,24 +133,68 @@ fn lookups_scans_and_writes_on_both_sides_of_the_wavefront() {
     assert_content(&db, &oracle);
 }
 
-/// Writers never wait for a merge: with the merge held for good, they write many
-/// memtables' worth, which go to disk as runs of `L_0^new`.
+/// Writers never wait for a merge up to `RUNS_PACE_FLOOR` runs: with the merge held for
+/// good, they write many memtables' worth, which go to disk as runs of `L_0^new`.
 #[test]
 fn writers_are_never_held_up_by_a_merge() {
     let (db, mut oracle) = tree_with_a_held_merge(volatile(), 600);
     let runs_before = db.with_tree(Tree::run_count).unwrap();
-    for i in 0..2_000u64 {
+    assert!(runs_before + 6 < RUNS_PACE_FLOOR);
+    let mut i = 0u64;
+    while db.with_tree(Tree::run_count).unwrap() < runs_before + 6 {
+        assert!(i < 20_000, "memtables were not written out as runs");
         db.put(&key(1_000_000 + i), b"v").unwrap();
         oracle.insert(key(1_000_000 + i).to_vec(), b"v".to_vec());
+        i += 1;
     }
-    let runs_after = db.with_tree(Tree::run_count).unwrap();
     assert!(db.with_tree(Tree::merge_in_progress).unwrap(), "the merge is still held");
-    assert!(runs_after > runs_before + 5, "{runs_before} -> {runs_after} runs");
     assert_content(&db, &oracle);
     db.hold_merges(false);
     db.wait_for_merges().unwrap();
     db.verify().unwrap();
     assert_content(&db, &oracle);
+}
+
+/// Beyond `RUNS_PACE_FLOOR` runs, runs are written only as fast as the merge progresses
+/// (`engine/pacing.rs`): with the merge held, a writer ends up waiting and `L_0^new` stays
+/// at the floor; released, the merge lets the writer finish.
+#[test]
+fn runs_beyond_the_floor_wait_for_the_merge() {
+    let (db, mut oracle) = tree_with_a_held_merge(volatile(), 600);
+    let db = Arc::new(db);
+    let writes = 20_000u64;
+    let writer = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            for i in 0..writes {
+                db.put(&key(1_000_000 + i), b"v").unwrap();
+            }
+        })
+    };
+    // The writer is held up: the allowance at the held merge's progress is reached and
+    // stays the limit.
+    let progress = db.with_tree(Tree::fc_progress).unwrap();
+    let allowed = runs_allowed(progress);
+    assert!(progress.is_some() && allowed < RUNS_PACE_FLOOR + RUNS_PACE_SPAN, "{progress:?}");
+    let mut stable = 0;
+    while stable < 50 {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let runs = db.with_tree(Tree::run_count).unwrap();
+        assert!(runs <= allowed, "{runs} runs with the merge held ({allowed} allowed)");
+        assert!(!writer.is_finished(), "the writer was never held up");
+        stable = if runs == allowed { stable + 1 } else { 0 };
+    }
+    assert!(db.with_tree(Tree::merge_in_progress).unwrap(), "the merge is still held");
+    db.hold_merges(false);
+    writer.join().unwrap();
+    for i in 0..writes {
+        oracle.insert(key(1_000_000 + i).to_vec(), b"v".to_vec());
+    }
+    db.wait_for_merges().unwrap();
+    db.verify().unwrap();
+    assert_content(&db, &oracle);
+    let paced = db.stats().extra.iter().find(|(k, _)| *k == "runs_paced").map(|(_, v)| *v);
+    assert!(paced.unwrap() > 0);
 }
 
 /// Block-wise movement frees old blocks during the merge (volatile tree), and nothing of the

@@ -28,7 +28,7 @@ impl Inner {
                 if self.control.next_flush(retry) == Next::Stop {
                     return;
                 }
-                let result = self.flush_now();
+                let result = self.flush_paced();
                 self.control.background_result(&result);
                 if result.is_ok() && self.read(|t| Ok(t.merge_due().is_some())).unwrap_or(false) {
                     self.control.want_merge();
@@ -78,32 +78,50 @@ impl Inner {
     /// Writes the frozen memtable out as a run (freezing the active one first if it is
     /// due), installs it and commits; repeats while there is one to write.
     pub fn flush_now(&self) -> Result<()> {
+        while self.flush_one()? {}
+        Ok(())
+    }
+
+    /// `flush_now` for the flush thread: each run waits for its room in `L_0^new`
+    /// (`pacing.rs`).
+    fn flush_paced(&self) -> Result<()> {
         loop {
-            let frozen = self.read(|t| Ok(t.top.frozen.clone()))?;
-            let frozen = match frozen {
-                Some(f) => f,
-                None => {
-                    if !self.freeze_due()? {
-                        return Ok(());
-                    }
-                    match self.freeze()? {
-                        Some(f) => f,
-                        None => return Ok(()),
-                    }
-                }
-            };
-            let id = self.write(Tree::alloc_file_id)?;
-            let run = write_run(&self.store, &self.params, id, &frozen)?;
-            let mut run = Some(run);
-            self.commit_after(&mut || {
-                let run = run.take().expect("installed once");
-                self.write(|t| {
-                    t.install_run(run);
-                    Ok(())
-                })
-            })?;
-            self.control.room_made();
+            self.pace_run()?;
+            if !self.flush_one()? {
+                return Ok(());
+            }
         }
+    }
+
+    /// Writes one run out (the frozen memtable, or the active one if a freeze is due);
+    /// whether there was one.
+    fn flush_one(&self) -> Result<bool> {
+        let frozen = self.read(|t| Ok(t.top.frozen.clone()))?;
+        let frozen = match frozen {
+            Some(f) => f,
+            None => {
+                if !self.freeze_due()? {
+                    return Ok(false);
+                }
+                match self.freeze()? {
+                    Some(f) => f,
+                    None => return Ok(false),
+                }
+            }
+        };
+        let id = self.write(Tree::alloc_file_id)?;
+        let run = write_run(&self.store, &self.params, id, &frozen)?;
+        let mut run = Some(run);
+        self.commit_after(&mut || {
+            let run = run.take().expect("installed once");
+            self.write(|t| {
+                t.install_run(run);
+                self.pacer.set_runs(t.run_count());
+                Ok(())
+            })
+        })?;
+        self.control.room_made();
+        Ok(true)
     }
 
     /// Freezes the active memtable under the exclusive write gate (no modification is
@@ -154,7 +172,10 @@ impl Inner {
             }
         })?;
         let Some(merge) = merge else { return Ok(false) };
-        if let Err(e) = run_fc_merge(self, merge) {
+        self.pacer.begin(true);
+        let merged = run_fc_merge(self, merge);
+        self.pacer.end();
+        if let Err(e) = merged {
             // The merge cannot be undone (old blocks are gone): the tree stays readable
             // between two stages, modifications are refused until it is reopened (a
             // persistent tree resumes the merge from its last progress record). A full disk
@@ -176,7 +197,9 @@ impl Inner {
             None => Ok(None),
         })?;
         let Some(mut merge) = merge else { return Ok(false) };
+        self.pacer.begin(false);
         let executed = merge.execute();
+        self.pacer.end();
         self.control.hold_point();
         let executed = match executed {
             Ok(e) => e,

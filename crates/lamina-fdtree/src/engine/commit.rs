@@ -93,6 +93,10 @@ impl FcHost for Inner {
         self.control.hold_point();
     }
 
+    fn progressed(&self, fraction: f64) {
+        self.pacer.progressed(fraction);
+    }
+
     fn retry_policy(&self) -> RetryPolicy {
         // The control block outlives the merge (the engine joins the thread before it is
         // dropped); the policy holds a weak handle so it never keeps the engine alive.

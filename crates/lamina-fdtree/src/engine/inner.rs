@@ -63,6 +63,8 @@ pub(crate) struct Inner {
     pub user_bytes_written: AtomicU64,
     /// Log bytes appended since the memtable was last frozen.
     pub logged_bytes: AtomicU64,
+    /// Paces writers and runs to the merge's progress (`pacing.rs`).
+    pub pacer: super::pacing::Pacer,
     pub closed: AtomicBool,
     /// This engine (for background work that must not keep it alive).
     pub me: Weak<Inner>,

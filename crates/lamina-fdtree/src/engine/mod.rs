@@ -12,6 +12,8 @@ mod background;
 mod commit;
 pub(crate) mod control;
 mod inner;
+mod pacing;
+pub use pacing::{RUNS_PACE_FLOOR, RUNS_PACE_SPAN, runs_allowed};
 mod read;
 mod write;
 
@@ -166,6 +168,7 @@ impl FdTree {
             control: Control::default(),
             user_bytes_written: AtomicU64::new(0),
             logged_bytes: AtomicU64::new(0),
+            pacer: pacing::Pacer::default(),
             closed: AtomicBool::new(false),
             me: me.clone(),
         });
@@ -460,6 +463,12 @@ impl OrderedIndex for FdTree {
                 ("levels_tightened", m.levels_tightened),
                 ("runs_written", m.runs_written),
             ];
+            stats.extra.push(("mapped_segment_reads", t.mapped_reads()));
+            let pacer = &self.inner.pacer;
+            stats.extra.push(("runs_paced", pacer.runs_paced.load(Ordering::Relaxed)));
+            stats.extra.push(("run_pacing_us", pacer.paced_us.load(Ordering::Relaxed)));
+            stats.extra.push(("puts_slowed", pacer.slowed_puts.load(Ordering::Relaxed)));
+            stats.extra.push(("put_slowdown_us", pacer.slowed_us.load(Ordering::Relaxed)));
             if let Some(cache) = t.cache_stats() {
                 stats.extra.push(("cache_hits", cache.hits));
                 stats.extra.push(("cache_misses", cache.misses));

@@ -21,7 +21,7 @@ use super::inner::{Inner, STRIPES};
 use crate::format::bloom::key_hash;
 use crate::format::entry::EntryRef;
 use crate::format::entry::insert_bytes;
-use crate::memtable::Memtable;
+use crate::memtable::{ENTRY_OVERHEAD_BYTES, Memtable};
 use crate::options::FcMode;
 use crate::tree::{check_key, check_put};
 
@@ -178,6 +178,10 @@ impl Inner {
                 self.control.want_flush();
             }
             if active + frozen < self.params.memtable_bytes_max {
+                if let Some((key, value_len)) = put {
+                    let bytes = (key.len() + value_len) as u64 + ENTRY_OVERHEAD_BYTES;
+                    self.pacer.slow_down(bytes, self.params.memtable_freeze_bytes());
+                }
                 return Ok(());
             }
             if let Some(e) = self.control.no_space() {

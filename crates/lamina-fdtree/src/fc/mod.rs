@@ -28,7 +28,7 @@
 pub(crate) mod progress;
 mod recover;
 mod run;
-mod state;
+pub(crate) mod state;
 mod verify;
 
 use lamina_core::Result;
@@ -49,6 +49,9 @@ pub(crate) trait FcHost {
     fn stage_gate(&self) -> &RwLock<()>;
     /// Test hook, called after each stage with no lock held.
     fn hold_point(&self);
+    /// The fraction of the old sources' blocks reclaimed so far, after each stage (writers
+    /// are paced by it, `engine/pacing.rs`).
+    fn progressed(&self, fraction: f64);
     /// What the new levels do when a write fails (a full disk is waited out).
     fn retry_policy(&self) -> RetryPolicy;
     /// Whether the tree is persistent (commits, and frees reclaimed blocks only after the
@@ -69,6 +72,9 @@ impl<H: FcHost + ?Sized> FcHost for &H {
     }
     fn hold_point(&self) {
         (**self).hold_point();
+    }
+    fn progressed(&self, fraction: f64) {
+        (**self).progressed(fraction);
     }
     fn retry_policy(&self) -> RetryPolicy {
         (**self).retry_policy()

@@ -83,6 +83,7 @@ pub(crate) fn run_fc_merge(host: &dyn FcHost, merge: FcMerge) -> Result<()> {
             }
         }
         drop(gate);
+        host.progressed(super::state::reclaimed_fraction(&sources));
         if persistent && !done && pending.len() as u64 * block_bytes >= commit_bytes {
             commit_progress(
                 host,

@@ -51,6 +51,17 @@ impl FcState {
     }
 }
 
+/// The fraction of `sources`' blocks reclaimed so far (1 when they have none): how far an
+/// FD+FC merge has come, since its wavefront reclaims every source from the left (Remark
+/// A.5).
+pub fn reclaimed_fraction<'a>(sources: impl IntoIterator<Item = &'a DiskLevel>) -> f64 {
+    let (reclaimed, total) = sources.into_iter().fold((0u64, 0u64), |(r, t), level| {
+        let blocks = u64::from(level.blocks);
+        (r + u64::from(level.latches.head()).min(blocks), t + blocks)
+    });
+    if total == 0 { 1.0 } else { reclaimed as f64 / total as f64 }
+}
+
 /// What the merge thread owns between merge-prepare and merge-finalize.
 #[derive(Debug)]
 pub(crate) struct FcMerge {

@@ -9,6 +9,7 @@ use lamina_storage::StorageFile;
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use super::latches::BlockLatches;
+use super::map::LevelMap;
 use crate::format::entry::BlockPtr;
 use crate::format::index::LevelIndex;
 use crate::format::segment::DataHit;
@@ -87,6 +88,8 @@ pub struct DiskLevel {
     pub tail: Option<Arc<Mutex<TailFences>>>,
     /// Whether the level may hold data entries (a fence-only level being written does not).
     pub holds_data: bool,
+    /// The file mapped for lookups, once finished (`None` while the level is written).
+    pub map: Option<Arc<LevelMap>>,
 }
 
 /// What one level says about a key.
@@ -144,7 +147,12 @@ impl DiskLevel {
                 return Ok(LevelHit::Reclaimed);
             };
             let (kmax, vmax) = store.limits();
-            let hit = store.with_segment(&*self.file, self.file_id, pos, |run| {
+            let block_bytes = store.block_bytes() as u64;
+            let map = self
+                .map
+                .as_ref()
+                .and_then(|m| m.get(&*self.file, u64::from(self.blocks) * block_bytes));
+            let hit = store.with_segment(&*self.file, self.file_id, map, pos, |run| {
                 run.find(key, kmax, vmax)
                     .map_err(|e| {
                         store.corruption(&*self.file, pos.block, u64::from(pos.offset), e.reason)

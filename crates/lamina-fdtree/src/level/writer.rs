@@ -23,12 +23,19 @@ use parking_lot::{Mutex, RwLock};
 
 use super::disk::{DiskLevel, IndexRef, TailFences};
 use super::latches::BlockLatches;
+use super::map::LevelMap;
 use crate::format::block::{BlockBuilder, SegmentInfo};
 use crate::format::bloom::{Bloom, key_hash};
 use crate::format::entry::{BlockPtr, EntryRef};
 use crate::format::index::LevelIndex;
 use crate::format::stats::LevelStats;
 use crate::store::{BlockStore, FileKind};
+
+/// Bytes of a level file written between two [`StorageFile::start_writeback`] hints: the
+/// level reaches the device as a steady stream while it is written, not as one burst at its
+/// final `sync_data`, which would hold up the log's syncs behind it (issue 22's insert
+/// tail; RocksDB's `bytes_per_sync` does the same).
+pub const WRITEBACK_BYTES: u64 = 1 << 20;
 
 /// Finished blocks written with one call (256 KiB with the default 32 KiB blocks). The
 /// FD+FC wavefront lags the merge by at most this much of the data level (`fc/run.rs`).
@@ -110,6 +117,8 @@ pub struct LevelWriter {
     latches: Arc<BlockLatches>,
     holds_data: bool,
     retry: Option<RetryPolicy>,
+    /// Bytes of the file from which writeback was not started yet.
+    writeback_from: u64,
 }
 
 impl LevelWriter {
@@ -147,6 +156,7 @@ impl LevelWriter {
             latches: Arc::new(BlockLatches::default()),
             holds_data: visibility != Visibility::Fences,
             retry: None,
+            writeback_from: 0,
         }
     }
 
@@ -211,6 +221,7 @@ impl LevelWriter {
             latches: self.latches.clone(),
             tail: self.tail.clone(),
             holds_data: self.holds_data,
+            map: None,
         }
     }
 
@@ -300,6 +311,13 @@ impl LevelWriter {
         drop(index);
         self.written =
             self.pending.first + (self.pending.bytes.len() / self.store.block_bytes()) as u32;
+        let written_bytes = u64::from(self.written) * self.store.block_bytes() as u64;
+        if written_bytes >= self.writeback_from + WRITEBACK_BYTES {
+            // A hint: if it fails, the final sync writes the range and reports any error.
+            let _ =
+                self.file.start_writeback(self.writeback_from, written_bytes - self.writeback_from);
+            self.writeback_from = written_bytes;
+        }
         self.pending.bytes.clear();
         self.written_last_key = self.pending.last_key.take();
         Ok(())
@@ -442,6 +460,7 @@ impl LevelWriter {
             latches: self.latches,
             tail: None,
             holds_data: true,
+            map: Some(Arc::new(LevelMap::default())),
         })
     }
 }

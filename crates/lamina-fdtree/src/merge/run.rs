@@ -78,6 +78,8 @@ pub(crate) struct MergeRun {
     skip_through: Option<Vec<u8>>,
     key: Vec<u8>,
     data_at: Vec<bool>,
+    /// The sources whose next entry has the key being processed (`step`).
+    at_min: Vec<usize>,
 }
 
 impl MergeRun {
@@ -129,6 +131,7 @@ impl MergeRun {
             skip_through: resumed.processed.clone(),
             key: Vec::new(),
             data_at: vec![false; n],
+            at_min: Vec::with_capacity(n),
         };
         if full && !run.builder.writers.last().is_some_and(LevelWriter::started) {
             // The first block of the new bottom level, so L_0_new gets its -infinity fence
@@ -217,15 +220,31 @@ impl MergeRun {
     pub(crate) fn step(&mut self) -> Result<bool> {
         debug_assert!(!self.at_stage_end(), "a group is processed only within a stage");
         let top_fence = self.top_fences.get(self.top_fence_at).map(|(k, _)| k.as_slice());
-        let Some(min) = self
-            .sources
-            .iter()
-            .filter_map(LevelCursor::peek)
-            .map(|e| e.key())
-            .chain(top_fence)
-            .min()
-        else {
-            return Ok(false);
+        // One pass over the sources: the smallest next key and the sources it is next in
+        // (only those can hold an entry of the key; with tens of `L_0^old` runs, comparing
+        // every source with the key three times per key was a fifth of a merge's time).
+        self.at_min.clear();
+        let mut source_min: Option<&[u8]> = None;
+        for (i, c) in self.sources.iter().enumerate() {
+            let Some(k) = c.peek().map(|e| e.key()) else { continue };
+            match source_min.map(|m| k.cmp(m)) {
+                None | Some(std::cmp::Ordering::Less) => {
+                    source_min = Some(k);
+                    self.at_min.clear();
+                    self.at_min.push(i);
+                }
+                Some(std::cmp::Ordering::Equal) => self.at_min.push(i),
+                Some(std::cmp::Ordering::Greater) => {}
+            }
+        }
+        let min = match (source_min, top_fence) {
+            (Some(m), Some(t)) if t < m => {
+                self.at_min.clear();
+                t
+            }
+            (Some(m), _) => m,
+            (None, Some(t)) => t,
+            (None, None) => return Ok(false),
         };
         self.key.clear();
         self.key.extend_from_slice(min);
@@ -241,7 +260,8 @@ impl MergeRun {
             carried = Some(*ptr);
             self.top_fence_at += 1;
         }
-        for (i, c) in self.sources.iter_mut().enumerate() {
+        for &i in &self.at_min {
+            let c = &mut self.sources[i];
             if let Some(EntryRef::Fence { key: k, ptr }) = c.peek()
                 && k == key.as_slice()
             {
@@ -251,7 +271,9 @@ impl MergeRun {
                 c.advance()?;
             }
         }
-        for (i, c) in self.sources.iter().enumerate() {
+        self.data_at.fill(false);
+        for &i in &self.at_min {
+            let c = &self.sources[i];
             self.data_at[i] = c.peek().is_some_and(|e| e.is_data() && e.key() == key.as_slice());
         }
         let corrupt = self.corrupt_fn();

@@ -25,7 +25,7 @@ use lamina_core::{Error, Result};
 use lamina_storage::{SlotState, Superblock};
 
 use crate::format::index::LevelIndex;
-use crate::level::{BlockLatches, DiskLevel, IndexRef};
+use crate::level::{BlockLatches, DiskLevel, IndexRef, LevelMap};
 use crate::options::Params;
 use crate::store::{BlockStore, FileKind, parse_file_name};
 use crate::tree::Tree;
@@ -237,6 +237,7 @@ impl Tree {
             latches: Arc::new(BlockLatches::default()),
             tail: None,
             holds_data: true,
+            map: Some(Arc::new(LevelMap::default())),
         })
     }
 
