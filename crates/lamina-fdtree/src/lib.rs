@@ -7,6 +7,7 @@
 //!   become bytes.
 //! - [`format`]: entries, segments, blocks, Bloom filters and level indexes as bytes.
 //! - [`level`]: disk levels and `L_0` runs: reading, writing, latches.
+//! - [`level_map`]: finished level files mapped read-only for lookups.
 //! - [`memtable`], [`top`]: `L_0` (memtables, runs, fences); `flush`: memtable to run.
 //! - [`tree`]: the tree's state and counters; `lookup` (Algorithm 2), `scan`.
 //! - [`merge`]: merge-prepare, -execute and -finalize (section 2.3), FD+XM/FD+DS merges.
@@ -19,6 +20,7 @@ pub mod fc;
 mod flush;
 pub mod format;
 pub mod level;
+pub mod level_map;
 mod lookup;
 pub mod memtable;
 pub mod merge;

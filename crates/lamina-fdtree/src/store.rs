@@ -13,7 +13,7 @@
 //! is freed, and the file is removed once the merge is over.
 //!
 //! Lookups read single segments in place from a finished level's read-only map
-//! (`level/map.rs`), else through an optional cache of segments (segments are written once
+//! (`level_map.rs`), else through an optional cache of segments (segments are written once
 //! and never modified, and file ids are never reused, so a cached segment is valid as long as
 //! it is reachable; segments of removed files age out).
 
@@ -24,10 +24,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use lamina_core::{Error, Result};
 use lamina_storage::cache::{Access, BlockCache, BlockKey, CacheConfig};
-use lamina_storage::{OpenMode, ReadMap, Storage, StorageFile};
+use lamina_storage::{OpenMode, Storage, StorageFile};
 
 use crate::format::index::SegmentPos;
-use crate::format::segment::{EntryRun, SEGMENT_HEADER_BYTES, SegmentAddr, parse_segment};
+use crate::format::segment::{
+    EntryRun, SEGMENT_HEADER_BYTES, SegmentAddr, checked_segment_entries, parse_segment,
+};
+use crate::level_map::Mapped;
 use crate::options::Params;
 
 /// Kinds of files a tree keeps.
@@ -199,13 +202,14 @@ impl BlockStore {
     }
 
     /// Runs `f` on the entries of segment `pos` of level file `file_id` (checked: checksum,
-    /// place, entry order), read in place from `map` if it covers the segment
-    /// (`level/map.rs`), else through the cache.
+    /// place, entry order), read in place from `mapped` (the level's map and the segment's
+    /// number in the level) if it covers the segment (`level_map.rs`), else through the
+    /// cache.
     pub fn with_segment<R>(
         &self,
         file: &dyn StorageFile,
         file_id: u32,
-        map: Option<&ReadMap>,
+        mapped: Option<(&Mapped, usize)>,
         pos: SegmentPos,
         f: impl FnOnce(EntryRun<'_>) -> Result<R>,
     ) -> Result<R> {
@@ -213,11 +217,18 @@ impl BlockStore {
         let at = u64::from(pos.block) * self.block_bytes as u64 + u64::from(pos.offset);
         let len = usize::from(pos.len);
         let bad = |e: lamina_core::codec::DecodeError| e.at(&self.storage.path_of(file.name()), at);
-        if let Some(bytes) = map.and_then(|m| m.get(at, len)) {
+        if let Some((map, number)) = mapped
+            && let Some(bytes) = map.bytes.get(at, len)
+        {
             self.mapped_reads.fetch_add(1, Ordering::Relaxed);
-            // Checked on every read: nothing is cached, and a check of a 4 KiB segment
-            // (CRC32C in hardware) is a small part of a lookup.
+            // Checked in full once, as the cache checks a segment when it loads it.
+            if map.is_checked(number)
+                && let Some(entries) = checked_segment_entries(bytes)
+            {
+                return f(entries);
+            }
             let seg = parse_segment(bytes, addr).map_err(bad)?;
+            map.set_checked(number);
             return f(seg.entries);
         }
         if let Some(cache) = &self.cache
@@ -252,7 +263,7 @@ impl BlockStore {
         })
     }
 
-    /// Segments read in place through a level's map (`level/map.rs`) since the store was
+    /// Segments read in place through a level's map (`level_map.rs`) since the store was
     /// made; those reads are not in the storage's I/O counters.
     pub fn mapped_reads(&self) -> u64 {
         self.mapped_reads.load(Ordering::Relaxed)

@@ -244,7 +244,7 @@ impl Tree {
         self.store.cache_stats()
     }
 
-    /// Segments lookups read in place through level maps (`level/map.rs`).
+    /// Segments lookups read in place through level maps (`level_map.rs`).
     pub fn mapped_reads(&self) -> u64 {
         self.store.mapped_reads()
     }

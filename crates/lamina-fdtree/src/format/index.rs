@@ -166,17 +166,28 @@ impl LevelIndex {
     /// its data entry start the next, which then has the key as its first key). `None` if
     /// the block is not indexed or every segment starts after `key`.
     pub fn segment_in_block(&self, block: u32, key: &[u8]) -> Option<SegmentPos> {
+        self.segment_in_block_numbered(block, key).map(|(_, pos)| pos)
+    }
+
+    /// [`LevelIndex::segment_in_block`] with the segment's number in the level (0-based, in
+    /// level order).
+    pub fn segment_in_block_numbered(&self, block: u32, key: &[u8]) -> Option<(usize, SegmentPos)> {
         if block >= self.blocks() {
             return None;
         }
         let range = self.seg_range(block);
-        self.seg_keys.last_at_or_before(range, key).map(|i| self.seg_pos[i])
+        self.seg_keys.last_at_or_before(range, key).map(|i| (i, self.seg_pos[i]))
     }
 
     /// The segment of the whole level that holds `key`'s entries, if any (runs, which have
     /// no fences leading into them).
     pub fn segment_anywhere(&self, key: &[u8]) -> Option<SegmentPos> {
-        self.seg_keys.last_at_or_before(0..self.seg_pos.len(), key).map(|i| self.seg_pos[i])
+        self.segment_anywhere_numbered(key).map(|(_, pos)| pos)
+    }
+
+    /// [`LevelIndex::segment_anywhere`] with the segment's number in the level.
+    pub fn segment_anywhere_numbered(&self, key: &[u8]) -> Option<(usize, SegmentPos)> {
+        self.seg_keys.last_at_or_before(0..self.seg_pos.len(), key).map(|i| (i, self.seg_pos[i]))
     }
 
     /// The fence with the largest key `<= key` among those of indexed block `block`.

@@ -140,6 +140,16 @@ pub fn parse_segment(bytes: &[u8], expect: SegmentAddr) -> Result<Segment<'_>, D
     Ok(Segment { header, entries })
 }
 
+/// The entries of a segment [`parse_segment`] has already accepted at this place (its bytes
+/// are immutable): the header's count and length only, no checksum; `None` if they do not
+/// fit `bytes` (the caller then checks it again in full).
+pub fn checked_segment_entries(bytes: &[u8]) -> Option<EntryRun<'_>> {
+    let count = u16::from_le_bytes(bytes.get(20..22)?.try_into().ok()?);
+    let len = usize::from(u16::from_le_bytes(bytes.get(22..24)?.try_into().ok()?));
+    let entries = bytes.get(SEGMENT_HEADER_BYTES..len)?;
+    Some(EntryRun { bytes: entries, count })
+}
+
 /// What a run of entries says about one key (Algorithm 2 within the run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DataHit<'a> {
@@ -345,6 +355,22 @@ mod tests {
         let mut longer = bytes.clone();
         longer.extend_from_slice(&[0; 100]);
         assert_eq!(parse_segment(&longer, ADDR).unwrap().header.len as usize, bytes.len());
+    }
+
+    #[test]
+    fn a_checked_segments_entries_are_those_parse_segment_gives() {
+        let bytes = build(&sample(), ADDR, FLAG_LAST);
+        let parsed = parse_segment(&bytes, ADDR).unwrap().entries;
+        let mut longer = bytes.clone();
+        longer.extend_from_slice(&[0; 100]);
+        for input in [&bytes[..], &longer[..]] {
+            let trusted = checked_segment_entries(input).unwrap();
+            assert_eq!((trusted.bytes, trusted.count), (parsed.bytes, parsed.count));
+        }
+        // Never past the input, whatever the header says.
+        for len in 0..bytes.len() {
+            assert!(checked_segment_entries(&bytes[..len]).is_none(), "truncated to {len}");
+        }
     }
 
     #[test]

@@ -9,11 +9,11 @@ use lamina_storage::StorageFile;
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use super::latches::BlockLatches;
-use super::map::LevelMap;
 use crate::format::entry::BlockPtr;
 use crate::format::index::LevelIndex;
 use crate::format::segment::DataHit;
 use crate::format::stats::LevelStats;
+use crate::level_map::LevelMap;
 use crate::options::Params;
 use crate::store::BlockStore;
 
@@ -127,22 +127,23 @@ impl DiskLevel {
         key: &[u8],
         hash: u64,
     ) -> Result<LevelHit> {
-        let (pos, fence) = {
+        let (found, fence, segments) = {
             let ix = self.index.read();
             let maybe = self.holds_data && ix.bloom().may_contain_hash(hash);
-            match block {
-                None => (maybe.then(|| ix.segment_anywhere(key)).flatten(), None),
+            let found = match block {
+                None => (maybe.then(|| ix.segment_anywhere_numbered(key)).flatten(), None),
                 Some(b) if b < ix.blocks() => {
-                    let pos = if maybe { ix.segment_in_block(b, key) } else { None };
+                    let pos = if maybe { ix.segment_in_block_numbered(b, key) } else { None };
                     (pos, ix.fence_in_block(b, key))
                 }
                 Some(b) => {
                     drop(ix);
                     return self.lookup_in_tail(store, b, key);
                 }
-            }
+            };
+            (found.0, found.1, ix.segments())
         };
-        if let Some(pos) = pos {
+        if let Some((number, pos)) = found {
             let Some(_latch) = self.latches.read(pos.block) else {
                 return Ok(LevelHit::Reclaimed);
             };
@@ -151,8 +152,9 @@ impl DiskLevel {
             let map = self
                 .map
                 .as_ref()
-                .and_then(|m| m.get(&*self.file, u64::from(self.blocks) * block_bytes));
-            let hit = store.with_segment(&*self.file, self.file_id, map, pos, |run| {
+                .and_then(|m| m.get(&*self.file, u64::from(self.blocks) * block_bytes, segments));
+            let mapped = map.map(|m| (m, number));
+            let hit = store.with_segment(&*self.file, self.file_id, mapped, pos, |run| {
                 run.find(key, kmax, vmax)
                     .map_err(|e| {
                         store.corruption(&*self.file, pos.block, u64::from(pos.offset), e.reason)

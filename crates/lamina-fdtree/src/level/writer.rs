@@ -23,12 +23,12 @@ use parking_lot::{Mutex, RwLock};
 
 use super::disk::{DiskLevel, IndexRef, TailFences};
 use super::latches::BlockLatches;
-use super::map::LevelMap;
 use crate::format::block::{BlockBuilder, SegmentInfo};
 use crate::format::bloom::{Bloom, key_hash};
 use crate::format::entry::{BlockPtr, EntryRef};
 use crate::format::index::LevelIndex;
 use crate::format::stats::LevelStats;
+use crate::level_map::LevelMap;
 use crate::store::{BlockStore, FileKind};
 
 /// Bytes of a level file written between two [`StorageFile::start_writeback`] hints: the

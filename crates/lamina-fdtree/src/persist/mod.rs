@@ -25,7 +25,8 @@ use lamina_core::{Error, Result};
 use lamina_storage::{SlotState, Superblock};
 
 use crate::format::index::LevelIndex;
-use crate::level::{BlockLatches, DiskLevel, IndexRef, LevelMap};
+use crate::level::{BlockLatches, DiskLevel, IndexRef};
+use crate::level_map::LevelMap;
 use crate::options::Params;
 use crate::store::{BlockStore, FileKind, parse_file_name};
 use crate::tree::Tree;
