@@ -126,10 +126,17 @@ impl Tree {
     /// filter check). The memtables are not merged (they become runs first), so (I6) is
     /// checked on what a merge reads: the runs and the disk levels.
     pub fn merge_due(&self) -> Option<Trigger> {
-        if self.merge_in_progress() || self.top.runs.is_empty() {
+        if self.merge_in_progress() {
             return None;
         }
-        if self.merge_input_counters().underflows() {
+        let underflow = self.merge_input_counters().underflows();
+        if self.top.runs.is_empty() {
+            // A merge makes the counts of what it writes exact (puts are blind, so before it
+            // `N_delta` counts every overwritten insert): the levels it leaves can violate
+            // (I6) with no run in `L_0`, and the paper restores (I6) at once.
+            return (underflow && !self.levels.is_empty()).then_some(Trigger::Underflow);
+        }
+        if underflow {
             return Some(Trigger::Underflow);
         }
         let over = self.top_size_blocks() > self.params.kappa0_blocks;
