@@ -177,7 +177,10 @@ fn runs_beyond_the_floor_wait_for_the_merge() {
     let allowed = runs_allowed(progress);
     assert!(progress.is_some() && allowed < RUNS_PACE_FLOOR + RUNS_PACE_SPAN, "{progress:?}");
     let mut stable = 0;
+    let mut polls = 0;
     while stable < 50 {
+        polls += 1;
+        assert!(polls < 20_000, "L_0^new never reached its allowance of {allowed} runs");
         std::thread::sleep(std::time::Duration::from_millis(2));
         let runs = db.with_tree(Tree::run_count).unwrap();
         assert!(runs <= allowed, "{runs} runs with the merge held ({allowed} allowed)");

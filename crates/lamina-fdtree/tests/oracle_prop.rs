@@ -205,6 +205,10 @@ fn workloads_exercise_every_merge_path() {
             }
         }
         db.wait_for_merges().unwrap();
+        // (I6) holds once merges are done, also when the last merge revealed an underflow
+        // with no run left in L_0 (its underflow merge followed).
+        let c = db.with_tree(lamina_fdtree::Tree::merge_input_counters).unwrap();
+        assert!(!c.underflows(), "{mode:?}: (I6) fails after the merges: {c:?}");
         let m = db.with_tree(lamina_fdtree::Tree::merge_counts).unwrap();
         assert!(m.overflow > 30, "{mode:?} {m:?}");
         assert!(m.underflow > 0, "{mode:?} {m:?}");
