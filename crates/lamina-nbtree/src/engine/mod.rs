@@ -1,0 +1,353 @@
+//! [`NbTree`]: the `OrderedIndex` over the NB-tree.
+//!
+//! - `inner.rs`: the shared state and its locks (lock order documented there).
+//! - `write.rs`: modifications (delta records into the root's d-tree, section 3.2.2).
+//! - `read.rs`: point queries with Bloom checks (sections 3.2.3, 5.2) and scans.
+//! - `work.rs`: the deamortized flush job: freeze, schedule, steps, commits (section 5.1).
+//! - this file: open and recovery, the background thread, close, verify, stats.
+
+mod inner;
+mod read;
+mod work;
+mod write;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use lamina_core::{
+    CasOutcome, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch,
+};
+use lamina_storage::log::{LogOptions, RecordOp, SegmentLog, SegmentLogOptions};
+use lamina_storage::{FileOptions, FileStorage, MemoryStorage, Storage};
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::dtree::DTreeParams;
+use crate::flush::WriterContext;
+use crate::memtable::Memtable;
+use crate::options::{Deamortization, NbTreeOptions};
+use crate::persist::{self, LOG_FILE_PREFIX};
+use crate::stree::STree;
+pub use inner::STRIPES;
+use inner::{Counters, Inner, Published, Version, Work};
+pub use work::{BACKGROUND_STEP_PAGES, HELP_SLACK_PAGES, LOG_CHECKPOINT_SIGMAS};
+
+/// Write buffer of the log.
+const LOG_BUFFER_BYTES: usize = 1 << 20;
+/// Size of a log segment.
+const LOG_SEGMENT_BYTES: u64 = 64 << 20;
+/// How long the background thread sleeps when there is no work (it is woken at once when
+/// a job starts; the timeout only bounds a missed wake-up).
+const IDLE_WAIT: Duration = Duration::from_millis(50);
+
+/// The `nbtree` engine.
+#[derive(Debug)]
+pub struct NbTree {
+    inner: Arc<Inner>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for NbTree {
+    fn drop(&mut self) {
+        self.stop_thread();
+    }
+}
+
+impl NbTree {
+    /// A volatile tree over a fresh memory storage: nothing survives `close`.
+    pub fn volatile(options: &NbTreeOptions) -> Result<NbTree> {
+        Self::start(Arc::new(MemoryStorage::new()), options, false)
+    }
+
+    /// Opens (or creates, per `options.intent`) the persistent tree stored in `storage`,
+    /// recovering it from its superblock, manifest and log. `fanout` and `sigma_bytes` are
+    /// those the tree was created with (the options' apply to a new tree).
+    pub fn open(storage: Arc<dyn Storage>, options: &NbTreeOptions) -> Result<NbTree> {
+        Self::start(storage, options, true)
+    }
+
+    /// Opens the persistent tree in directory `path` with the file backend.
+    pub fn open_dir(path: impl AsRef<Path>, options: &NbTreeOptions) -> Result<NbTree> {
+        let storage = FileStorage::open_dir(path, FileOptions::default())?;
+        Self::open(Arc::new(storage), options)
+    }
+
+    fn start(storage: Arc<dyn Storage>, options: &NbTreeOptions, persistent: bool) -> Result<NbTree> {
+        options.validate()?;
+        let (tree, persist, fanout, sigma_bytes, flushed_seq, next_dtree_id) = if persistent {
+            let r = persist::recover(
+                &storage,
+                options.intent.must_exist(),
+                options.fanout,
+                options.sigma_bytes,
+            )?;
+            let m = &r.manifest;
+            (r.tree, Some(r.persist), m.fanout as usize, m.sigma_bytes, m.flushed_seq, m.next_dtree_id)
+        } else {
+            (STree::new(), None, options.fanout as usize, options.sigma_bytes, 0, 1)
+        };
+        let active = Memtable::new();
+        let log = if persistent {
+            let log_options = SegmentLogOptions {
+                segment_bytes: LOG_SEGMENT_BYTES,
+                log: LogOptions {
+                    durability: options.durability,
+                    buffer_bytes: LOG_BUFFER_BYTES,
+                    file_prefix: LOG_FILE_PREFIX.to_string(),
+                    ..LogOptions::default()
+                },
+            };
+            Some(SegmentLog::open_committed(storage.clone(), log_options, flushed_seq, |record| {
+                if record.seq <= flushed_seq {
+                    return;
+                }
+                match record.op {
+                    RecordOp::Put { key, value } => active.apply(&key, Some(value)),
+                    RecordOp::Delete { key } => active.apply(&key, None),
+                    RecordOp::Batch(ops) => {
+                        for op in ops {
+                            match op {
+                                lamina_core::BatchOp::Put { key, value } => {
+                                    active.apply(&key, Some(value));
+                                }
+                                lamina_core::BatchOp::Delete { key } => active.apply(&key, None),
+                            }
+                        }
+                    }
+                }
+            })?)
+        } else {
+            None
+        };
+        let context = WriterContext {
+            storage: storage.clone(),
+            params: DTreeParams {
+                page_bytes: options.page_bytes,
+                bloom_bits_per_key: options.bloom_bits_per_key,
+            },
+            next_id: Arc::new(AtomicU64::new(next_dtree_id)),
+            pages_written: Arc::new(AtomicU64::new(0)),
+        };
+        let replayed = active.bytes();
+        let version = Arc::new(Version { stree: Arc::new(tree.clone()), frozen: None });
+        let inner = Arc::new(Inner {
+            options: options.clone(),
+            fanout,
+            sigma_bytes,
+            storage,
+            log,
+            published: RwLock::new(Published { active: Arc::new(active), version }),
+            write_gate: RwLock::new(()),
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            work: Mutex::new(Work {
+                tree,
+                job: None,
+                restart: None,
+                persist,
+                flushed_seq,
+                frozen_seq: flushed_seq,
+            }),
+            work_ready: Condvar::new(),
+            context,
+            counters: Counters::default(),
+            closed: std::sync::atomic::AtomicBool::new(false),
+            stop: std::sync::atomic::AtomicBool::new(false),
+            failure: Mutex::new(None),
+        });
+        inner.counters.logged_bytes.store(replayed, Ordering::Relaxed);
+        {
+            let mut work = inner.work.lock();
+            inner.rotate(&mut work)?; // a replayed log may fill the root already
+        }
+        let thread = (options.deamortization == Deamortization::Background).then(|| {
+            let inner = inner.clone();
+            std::thread::Builder::new()
+                .name("nbtree-flush".into())
+                .spawn(move || background(&inner))
+                .expect("spawning the flush thread")
+        });
+        Ok(NbTree { inner, thread: Mutex::new(thread) })
+    }
+
+    /// Waits until the flush job in progress (if any) is done.
+    pub fn wait_for_flushes(&self) -> Result<()> {
+        self.inner.check_open()?;
+        let mut work = self.inner.work.lock();
+        self.inner.finish(&mut work)
+    }
+
+    /// Freezes the active memtable (if not empty) and runs its whole flush job now.
+    pub fn flush_now(&self) -> Result<()> {
+        self.inner.check_open()?;
+        let mut work = self.inner.work.lock();
+        self.inner.finish(&mut work)?;
+        self.inner.freeze(&mut work);
+        self.inner.finish(&mut work)
+    }
+
+    /// Checks every invariant of the published tree (`verify.rs`): the s-tree's structure,
+    /// the cross-s-node linkage property, lazy-removal pointers, live sizes, each d-tree's
+    /// own checks and Bloom filter, and that the storage holds no d-tree file the tree does
+    /// not name (beyond those of a job in progress).
+    pub fn verify(&self) -> Result<()> {
+        self.inner.check_open()?;
+        let work = self.inner.work.lock();
+        let version = self.inner.published.read().version.clone();
+        crate::verify::verify_tree(&version.stree, self.inner.fanout, self.inner.sigma_bytes, false)?;
+        if work.job.is_none() && self.inner.log.is_some() {
+            crate::verify::verify_files(&self.inner.storage, &version.stree)?;
+        }
+        Ok(())
+    }
+
+    /// The s-tree as published now (for tests and tools).
+    pub fn stree(&self) -> Arc<STree> {
+        self.inner.published.read().version.stree.clone()
+    }
+
+    /// D-tree pages written since open (deterministic; tests assert on it).
+    pub fn dtree_pages_written(&self) -> u64 {
+        self.inner.context.pages_written.load(Ordering::Relaxed)
+    }
+
+    /// The page bound of the job in progress (0: none).
+    pub fn job_bound_pages(&self) -> u64 {
+        if self.inner.counters.job_active.load(Ordering::Acquire) {
+            self.inner.counters.job_bound_pages.load(Ordering::Relaxed)
+        } else {
+            0
+        }
+    }
+
+    /// Simulates a crash for tests: stops the flush thread and the log without flushing
+    /// anything; the handle refuses every call afterwards.
+    pub fn crash(&self) {
+        self.stop_thread();
+        self.inner.closed.store(true, Ordering::Release);
+        if let Some(log) = &self.inner.log {
+            log.abandon();
+        }
+    }
+
+    fn stop_thread(&self) {
+        self.inner.stop.store(true, Ordering::Release);
+        {
+            let _work = self.inner.work.lock();
+            self.inner.work_ready.notify_all();
+        }
+        if let Some(thread) = self.thread.lock().take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The background thread (`Deamortization::Background`): steps the job while there is one.
+fn background(inner: &Inner) {
+    let mut work = inner.work.lock();
+    while !inner.stop.load(Ordering::Acquire) {
+        if work.job.is_none() {
+            inner.work_ready.wait_for(&mut work, IDLE_WAIT);
+            continue;
+        }
+        if inner.run(&mut work, BACKGROUND_STEP_PAGES).is_err() {
+            // Recorded by `run` (a full disk is retried by the next write); wait for it.
+            inner.work_ready.wait_for(&mut work, IDLE_WAIT);
+        }
+        // Let writers that want to help or freeze in between steps.
+        parking_lot::MutexGuard::bump(&mut work);
+    }
+}
+
+impl OrderedIndex for NbTree {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        lamina_core::limits::check_key(key)?;
+        self.inner.get(key)
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.inner.put(key, value)
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.inner.delete(key)
+    }
+
+    fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<CasOutcome> {
+        self.inner.compare_and_swap(key, expected, new)
+    }
+
+    fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
+        self.inner.scan(range, limit)
+    }
+
+    fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        self.inner.write_batch(batch)
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.inner.check_open()?;
+        match &self.inner.log {
+            Some(log) => log.sync(),
+            None => Ok(()),
+        }
+    }
+
+    fn stats(&self) -> Stats {
+        let inner = &self.inner;
+        let c = &inner.counters;
+        let mut stats = Stats::new("nbtree");
+        stats.user_bytes_written = c.user_bytes_written.load(Ordering::Relaxed);
+        stats.io = inner.storage.io_stats();
+        let (active, version) = inner.snapshot();
+        let frozen = version.frozen.as_ref().map_or(0, |f| f.memory_bytes());
+        stats.memory_bytes = active.memory_bytes() + frozen;
+        let tree = &version.stree;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        stats.extra = vec![
+            ("s_tree_height", tree.height() as u64),
+            ("s_nodes", tree.nodes.len() as u64),
+            ("d_trees", tree.dtrees().count() as u64),
+            ("live_bytes_on_disk", tree.live_bytes()),
+            ("memtable_bytes", active.bytes()),
+            ("dtree_pages_written", load(&inner.context.pages_written)),
+            ("flush_jobs", load(&c.jobs)),
+            ("flush_stalls", load(&c.stalls)),
+            ("helped_pages", load(&c.helped_pages)),
+            ("commits", load(&c.commits)),
+        ];
+        stats
+    }
+
+    fn close(&self) -> Result<()> {
+        let inner = &self.inner;
+        {
+            let _gate = inner.write_gate.write();
+            if inner.closed.swap(true, Ordering::AcqRel) {
+                return Ok(());
+            }
+        }
+        self.stop_thread();
+        let mut work = inner.work.lock();
+        if let Some(job) = work.job.take() {
+            job.abandon(); // the log still holds the frozen memtable: replayed at open
+        }
+        match &inner.log {
+            Some(log) => log.close(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl NbTree {
+    /// The error every call gets after a failure, if any.
+    pub fn failure(&self) -> Option<Error> {
+        self.inner.check_open().err()
+    }
+}

@@ -1,0 +1,234 @@
+//! Running the flush job (section 5.1, "Deamortization"): freezing a full root d-tree,
+//! stepping the cascade a bounded number of pages at a time, and publishing and committing
+//! each change.
+//!
+//! The schedule: a job's work is at most `W = work_bound_pages` pages and must be done
+//! before the next root d-tree fills, that is within sigma bytes of inserts, so every
+//! inserted byte grants the job `W / sigma` pages of credit. With
+//! [`Deamortization::Foreground`] each insert does its credit itself (the paper's `1/sigma`
+//! of the pending work per insert): an insert of `e` bytes writes at most
+//! `ceil(e W / sigma)` pages plus what one push writes at once. With
+//! [`Deamortization::Background`] a thread does the work and a writer helps only when the
+//! job is more than [`HELP_SLACK_PAGES`] behind its credit. Either way, a writer that fills
+//! the next root d-tree before the job is done finishes it first (a stall, counted).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use lamina_core::{Error, Result};
+
+use super::inner::{Inner, Version, Work};
+use crate::flush::{Event, FlushJob, Stepped, work_bound_pages};
+use crate::memtable::Memtable;
+use crate::options::Deamortization;
+use crate::persist::manifest_of;
+
+/// Pages the background thread writes per step (it releases the work lock between steps).
+pub const BACKGROUND_STEP_PAGES: u64 = 64;
+/// How far (pages) the background job may fall behind its credit before writers help.
+pub const HELP_SLACK_PAGES: u64 = 256;
+/// Log bytes after which the active memtable is frozen even if it holds less than sigma
+/// (overwrites of few keys), as a multiple of sigma: bounds the log and its replay.
+pub const LOG_CHECKPOINT_SIGMAS: u64 = 4;
+
+const MICRO: u64 = 1_000_000;
+
+impl Inner {
+    /// After a modification of `bytes` to the active memtable: grants the job its credit,
+    /// does or helps with the work the schedule asks, and freezes a full active memtable.
+    pub fn after_write(&self, bytes: u64) -> Result<()> {
+        let c = &self.counters;
+        let logged = c.logged_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        if c.job_active.load(Ordering::Acquire) {
+            let bound = c.job_bound_pages.load(Ordering::Relaxed);
+            let grant = u128::from(bytes) * u128::from(bound) * u128::from(MICRO)
+                / u128::from(self.sigma_bytes);
+            let credit = c
+                .job_credit_micropages
+                .fetch_add(grant as u64, Ordering::Relaxed)
+                .saturating_add(grant as u64);
+            let owed = (credit / MICRO).saturating_sub(c.job_pages.load(Ordering::Relaxed));
+            let help = match self.options.deamortization {
+                Deamortization::Foreground => owed,
+                Deamortization::Background => {
+                    if owed > HELP_SLACK_PAGES { owed - HELP_SLACK_PAGES } else { 0 }
+                }
+            };
+            if help > 0 {
+                let mut work = self.work.lock();
+                let done = self.run(&mut work, help)?;
+                if self.options.deamortization == Deamortization::Background {
+                    c.helped_pages.fetch_add(done, Ordering::Relaxed);
+                }
+            }
+        }
+        let active_bytes = self.published.read().active.bytes();
+        if active_bytes >= self.sigma_bytes || logged >= LOG_CHECKPOINT_SIGMAS * self.sigma_bytes
+        {
+            let mut work = self.work.lock();
+            self.rotate(&mut work)?;
+        }
+        Ok(())
+    }
+
+    /// Freezes the active memtable if it is full (or the log checkpoint is due), after
+    /// finishing the job in progress (a stall if it was not done).
+    pub fn rotate(&self, work: &mut Work) -> Result<()> {
+        let due = {
+            let active = self.published.read().active.clone();
+            active.bytes() >= self.sigma_bytes
+                || self.counters.logged_bytes.load(Ordering::Relaxed)
+                    >= LOG_CHECKPOINT_SIGMAS * self.sigma_bytes
+        };
+        if !due {
+            return Ok(()); // another writer froze it meanwhile
+        }
+        if work.job.is_some() || work.restart.is_some() {
+            self.counters.stalls.fetch_add(1, Ordering::Relaxed);
+            self.finish(work)?;
+        }
+        self.freeze(work);
+        Ok(())
+    }
+
+    /// Runs the job in progress (or restarts a failed one) to its end.
+    pub fn finish(&self, work: &mut Work) -> Result<()> {
+        while work.job.is_some() || work.restart.is_some() {
+            self.run(work, u64::MAX / 2)?;
+        }
+        Ok(())
+    }
+
+    /// Freezes the active memtable (if not empty) and starts its job. No job may be running.
+    pub fn freeze(&self, work: &mut Work) {
+        assert!(work.job.is_none() && work.restart.is_none());
+        let _gate = self.write_gate.write();
+        let mut published = self.published.write();
+        if published.active.is_empty() {
+            self.counters.logged_bytes.store(0, Ordering::Relaxed);
+            return;
+        }
+        let frozen = std::mem::replace(&mut published.active, Arc::new(Memtable::new()));
+        published.version =
+            Arc::new(Version { stree: published.version.stree.clone(), frozen: Some(frozen.clone()) });
+        drop(published);
+        // Under the exclusive gate every record appended is applied: the frozen memtable
+        // holds exactly the records up to here (since the previous freeze).
+        work.frozen_seq = self.log.as_ref().map_or(0, |l| l.next_seq().saturating_sub(1));
+        self.counters.logged_bytes.store(0, Ordering::Relaxed);
+        self.start_job(work, frozen);
+    }
+
+    fn start_job(&self, work: &mut Work, frozen: Arc<Memtable>) {
+        let bound = work_bound_pages(
+            work.tree.height() as u64,
+            self.fanout as u64,
+            self.sigma_bytes,
+            u64::from(self.options.page_bytes),
+            u64::from(self.options.bloom_bits_per_key),
+        );
+        let c = &self.counters;
+        c.job_pages.store(0, Ordering::Relaxed);
+        c.job_credit_micropages.store(0, Ordering::Relaxed);
+        c.job_bound_pages.store(bound, Ordering::Relaxed);
+        c.jobs.fetch_add(1, Ordering::Relaxed);
+        work.job = Some(FlushJob::new(frozen, self.sigma_bytes, self.fanout, self.context.clone()));
+        c.job_active.store(true, Ordering::Release);
+        self.work_ready.notify_all();
+    }
+
+    /// Does up to about `pages` pages of the job; returns the pages written. A failure
+    /// abandons the job (its files removed) and reverts the working tree to the published
+    /// one; a full disk leaves the frozen memtable to be flushed again by a later write,
+    /// anything else makes the tree refuse every later call.
+    pub fn run(&self, work: &mut Work, pages: u64) -> Result<u64> {
+        if work.job.is_none()
+            && let Some(frozen) = work.restart.take()
+        {
+            self.counters.restart_pending.store(false, Ordering::Release);
+            self.start_job(work, frozen);
+        }
+        let mut done = 0;
+        while done < pages {
+            let Some(job) = work.job.as_mut() else { break };
+            if job.is_done() {
+                work.job = None;
+                self.counters.job_active.store(false, Ordering::Release);
+                break;
+            }
+            let stepped = job.step(&mut work.tree, (pages - done).max(1));
+            let stepped = match stepped.and_then(|s| self.publish(work, s)) {
+                Ok(pages) => pages,
+                Err(e) => return Err(self.job_failed(work, e)),
+            };
+            done += stepped;
+            self.counters.job_pages.fetch_add(stepped, Ordering::Relaxed);
+        }
+        if work.job.as_ref().is_some_and(FlushJob::is_done) {
+            work.job = None;
+            self.counters.job_active.store(false, Ordering::Release);
+        }
+        Ok(done)
+    }
+
+    fn job_failed(&self, work: &mut Work, e: Error) -> Error {
+        let job = work.job.take().expect("a job failed");
+        let frozen = job.frozen().clone();
+        job.abandon();
+        self.counters.job_active.store(false, Ordering::Release);
+        let version = self.published.read().version.clone();
+        // D-trees written since the last publish are in no committed state: remove them.
+        let published: std::collections::BTreeSet<u64> =
+            version.stree.dtrees().map(|d| d.id()).collect();
+        for dtree in work.tree.dtrees().filter(|d| !published.contains(&d.id())) {
+            dtree.remove_when_unused();
+        }
+        work.tree = (*version.stree).clone();
+        if version.frozen.is_some() {
+            work.restart = Some(frozen);
+            self.counters.restart_pending.store(true, Ordering::Release);
+        }
+        if !matches!(e, Error::NoSpace { .. }) {
+            *self.failure.lock() = Some(e.to_string());
+        }
+        e
+    }
+
+    /// Commits and publishes what a step changed; returns its pages.
+    fn publish(&self, work: &mut Work, stepped: Stepped) -> Result<u64> {
+        let Stepped { pages, event, obsolete } = stepped;
+        if event == Event::None {
+            debug_assert!(obsolete.is_empty());
+            return Ok(pages);
+        }
+        let root_flushed = event == Event::RootFlushed;
+        let flushed_seq = if root_flushed { work.frozen_seq } else { work.flushed_seq };
+        if let Some(persist) = work.persist.as_mut() {
+            let manifest = manifest_of(
+                &work.tree,
+                self.fanout as u32,
+                self.sigma_bytes,
+                self.context.next_id.load(Ordering::Relaxed),
+                flushed_seq,
+            );
+            persist.commit(if root_flushed { self.log.as_ref() } else { None }, &manifest)?;
+            self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        }
+        work.flushed_seq = flushed_seq;
+        {
+            let mut published = self.published.write();
+            let frozen = if root_flushed { None } else { published.version.frozen.clone() };
+            published.version = Arc::new(Version { stree: Arc::new(work.tree.clone()), frozen });
+        }
+        for dtree in obsolete {
+            dtree.remove_when_unused();
+        }
+        if root_flushed && let Some(log) = &self.log {
+            log.truncate(flushed_seq)?;
+        }
+        if self.options.verify_each_flush {
+            crate::verify::verify_tree(&work.tree, self.fanout, self.sigma_bytes, true)?;
+        }
+        Ok(pages)
+    }
+}

@@ -1,0 +1,172 @@
+//! The inputs of a flush or split: a slice of the frozen memtable, or the live parts of
+//! d-trees within a key range, one d-tree after the other. Each is read in key order, a few
+//! entries at a time (the deamortized job reads only as far as its page budget lets it
+//! write).
+
+use std::collections::VecDeque;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use lamina_core::Result;
+
+use crate::dtree::{DTree, DTreeCursor};
+use crate::entry::{Slot, entry_bytes};
+use crate::memtable::Memtable;
+
+/// Entries the memtable source copies per visit of the map.
+const MEMTABLE_BATCH: usize = 256;
+
+/// One entry.
+pub type Item = (Vec<u8>, Slot);
+
+/// A d-tree's live part.
+#[derive(Debug, Clone)]
+pub struct DTreePart {
+    /// The d-tree.
+    pub dtree: Arc<DTree>,
+    /// Its lazily removed prefix ends here (excluded from the part).
+    pub flushed_through: Option<Vec<u8>>,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Memtable { table: Arc<Memtable>, next: Bound<Vec<u8>>, buffer: VecDeque<Item>, done: bool },
+    DTrees {
+        parts: VecDeque<DTreePart>,
+        low: Option<Vec<u8>>,
+        /// The current part's cursor, and the key it must skip if it yields it first.
+        cursor: Option<(DTreeCursor, Option<Vec<u8>>)>,
+    },
+}
+
+/// A stream of entries in key order, below an optional bound and within an optional byte
+/// budget (a flush moves only the first sigma bytes of a node's live part, section 4.1).
+#[derive(Debug)]
+pub struct Source {
+    kind: Kind,
+    /// Entries at or above this key are not part of the stream.
+    high: Option<Vec<u8>>,
+    /// Bytes the stream may still yield (`None`: no limit).
+    bytes_left: Option<u64>,
+    peeked: Option<Item>,
+    ended: bool,
+    /// Bytes yielded (`entry_bytes` summed).
+    pub yielded_bytes: u64,
+    /// Entries yielded.
+    pub yielded_entries: u64,
+    /// The last key yielded.
+    pub last_key: Option<Vec<u8>>,
+}
+
+impl Source {
+    fn with(kind: Kind, high: Option<&[u8]>, bytes_left: Option<u64>) -> Source {
+        Source {
+            kind,
+            high: high.map(<[u8]>::to_vec),
+            bytes_left,
+            peeked: None,
+            ended: false,
+            yielded_bytes: 0,
+            yielded_entries: 0,
+            last_key: None,
+        }
+    }
+
+    /// The entries of `table` in `[low, high)`.
+    pub fn memtable(table: Arc<Memtable>, low: Option<&[u8]>, high: Option<&[u8]>) -> Source {
+        let next = low.map_or(Bound::Unbounded, |l| Bound::Included(l.to_vec()));
+        Source::with(
+            Kind::Memtable { table, next, buffer: VecDeque::new(), done: false },
+            high,
+            None,
+        )
+    }
+
+    /// The live parts of `parts`, one after the other (their ranges are disjoint and in
+    /// order), from `low` (included) to `high` (excluded), yielding at most `bytes_max`
+    /// (the entry that reaches the limit is the last one yielded).
+    pub fn dtrees(
+        parts: Vec<DTreePart>,
+        low: Option<&[u8]>,
+        high: Option<&[u8]>,
+        bytes_max: Option<u64>,
+    ) -> Source {
+        let kind = Kind::DTrees { parts: parts.into(), low: low.map(<[u8]>::to_vec), cursor: None };
+        Source::with(kind, high, bytes_max)
+    }
+
+    /// The next entry, without taking it.
+    pub fn peek(&mut self) -> Result<Option<&Item>> {
+        if self.peeked.is_none() && !self.ended {
+            self.peeked = self.pull()?;
+            if self.peeked.is_none() {
+                self.ended = true;
+            }
+        }
+        Ok(self.peeked.as_ref())
+    }
+
+    /// Takes the next entry.
+    pub fn next_item(&mut self) -> Result<Option<Item>> {
+        self.peek()?;
+        let item = self.peeked.take();
+        if let Some((key, slot)) = &item {
+            let bytes = entry_bytes(key.len(), slot.as_ref().map(Vec::len));
+            self.yielded_bytes += bytes;
+            self.yielded_entries += 1;
+            if let Some(left) = &mut self.bytes_left {
+                *left = left.saturating_sub(bytes);
+            }
+            self.last_key = Some(key.clone());
+        }
+        Ok(item)
+    }
+
+    fn pull(&mut self) -> Result<Option<Item>> {
+        if self.bytes_left == Some(0) {
+            return Ok(None);
+        }
+        let item = match &mut self.kind {
+            Kind::Memtable { table, next, buffer, done } => {
+                if buffer.is_empty() && !*done {
+                    let high = self.high.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+                    let start = match next {
+                        Bound::Included(k) => Bound::Included(k.as_slice()),
+                        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+                        Bound::Unbounded => Bound::Unbounded,
+                    };
+                    let more = table.range((start, high), MEMTABLE_BATCH);
+                    *done = more.len() < MEMTABLE_BATCH;
+                    if let Some((k, _)) = more.last() {
+                        *next = Bound::Excluded(k.clone());
+                    }
+                    buffer.extend(more);
+                }
+                buffer.pop_front()
+            }
+            Kind::DTrees { parts, low, cursor } => loop {
+                if cursor.is_none() {
+                    let Some(part) = parts.pop_front() else { break None };
+                    *cursor = Some(part_cursor(&part, low.as_deref())?);
+                }
+                let (c, skip) = cursor.as_mut().expect("set above");
+                match c.next_entry()? {
+                    Some(item) if skip.take().is_some_and(|s| s == item.0) => {}
+                    Some(item) => break Some(item),
+                    None => *cursor = None,
+                }
+            },
+        };
+        Ok(item.filter(|(k, _)| self.high.as_deref().is_none_or(|h| k.as_slice() < h)))
+    }
+}
+
+/// A cursor over `part`'s live part at or after `low`, and the key it must skip (the end
+/// of the lazily removed prefix, which the cursor starts at).
+fn part_cursor(part: &DTreePart, low: Option<&[u8]>) -> Result<(DTreeCursor, Option<Vec<u8>>)> {
+    match (part.flushed_through.as_deref(), low) {
+        (Some(f), Some(l)) if l > f => Ok((part.dtree.cursor(Some(l))?, None)),
+        (Some(f), _) => Ok((part.dtree.cursor(Some(f))?, Some(f.to_vec()))),
+        (None, low) => Ok((part.dtree.cursor(low)?, None)),
+    }
+}
