@@ -13,7 +13,7 @@ pub const FANOUT_MAX: u32 = 64;
 pub const SIGMA_BYTES_DEFAULT: u64 = 16 << 20;
 /// Smallest `sigma`: the paper requires `f` to be at most a constant fraction of `sigma`
 /// (section 5.1); in bytes, a d-tree must hold many of the largest entries.
-pub const SIGMA_BYTES_MIN: u64 = 64 << 10;
+pub const SIGMA_BYTES_MIN: u64 = 16 << 10;
 /// Largest `sigma` (the root's d-tree is held in memory twice: the active and the frozen).
 pub const SIGMA_BYTES_MAX: u64 = 16 << 30;
 /// Default d-node page (the paper's 4 KB disk page).
