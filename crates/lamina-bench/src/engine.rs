@@ -83,6 +83,9 @@ pub struct EngineParams {
     /// FD+tree's longest key (`lamina::Options::fdtree_key_bytes_max`); `None`: the API
     /// limit.
     pub fdtree_key_bytes_max: Option<usize>,
+    /// NB-tree s-tree fanout `f` (`lamina::Options::nbtree_fanout`); `None`: the engine's
+    /// default. Other engines refuse it (peers ignore it).
+    pub nbtree_fanout: Option<u32>,
 }
 
 impl Default for EngineParams {
@@ -95,6 +98,7 @@ impl Default for EngineParams {
             emulate: false,
             fdtree_size_ratio: None,
             fdtree_key_bytes_max: None,
+            nbtree_fanout: None,
         }
     }
 }

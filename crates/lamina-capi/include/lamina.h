@@ -99,9 +99,9 @@ enum {
  * SONAME or ABI version yet, so rebuild against the header of the library you run with.)
  */
 typedef struct lamina_options {
-    /** Engine name ("fdtree", "fdtree-xm", "mem"; `lamina engines` lists them), NUL-
-     *  terminated; NULL = the default engine. An existing database must be reopened with
-     *  the engine that created it. Default NULL. */
+    /** Engine name ("fdtree", "fdtree-xm", "fdtree-ds", "nbtree", "trie", "mem"; `lamina
+     *  engines` lists them), NUL-terminated; NULL = the default engine ("fdtree"). An
+     *  existing database must be reopened with the engine that created it. Default NULL. */
     const char *engine;
     /** One of LAMINA_DURABILITY_*. Default LAMINA_DURABILITY_SYNC. */
     int durability;
@@ -112,9 +112,9 @@ typedef struct lamina_options {
     /** Block cache size, at most 1 TiB; 0 disables the cache. Default 15 MiB. */
     uint64_t cache_bytes;
     /** Most bytes the database may occupy on disk; 0 = no cap (the default). Enforced by
-     *  "fdtree", "mem" and "trie" (it may change between opens): at the budget, writes that
-     *  add data fail with LAMINA_NO_SPACE, deletes and overwrites that do not grow the data
-     *  still succeed. Other engines return LAMINA_UNSUPPORTED for a nonzero value. */
+     *  every engine (it may change between opens): at the budget, writes that add data
+     *  fail with LAMINA_NO_SPACE, deletes and overwrites that do not grow the data still
+     *  succeed. */
     uint64_t disk_budget_bytes;
     /** Nonzero: create the directory if it does not exist. Default 1. */
     int create_if_missing;

@@ -171,6 +171,20 @@ mod tests {
     }
 
     #[test]
+    fn every_engine_is_selectable_by_its_name() {
+        for kind in EngineKind::ALL {
+            let name = std::ffi::CString::new(kind.name()).unwrap();
+            let opts = LaminaOptions { engine: name.as_ptr(), ..init() };
+            // SAFETY: `engine` is a NUL-terminated string that outlives the call.
+            let rust = unsafe { opts.to_rust() }.unwrap();
+            assert_eq!(rust.engine, *kind);
+        }
+        let opts = LaminaOptions { engine: c"nbtree".as_ptr(), ..init() };
+        // SAFETY: `engine` is a C string literal.
+        assert_eq!(unsafe { opts.to_rust() }.unwrap().engine, EngineKind::Nbtree);
+    }
+
+    #[test]
     fn bad_fields_are_named() {
         let cases = [
             (

@@ -26,7 +26,7 @@ pub struct GlobalArgs {
     /// Keys and values are given and printed as hexadecimal instead of UTF-8 text.
     #[arg(long, global = true)]
     pub hex: bool,
-    /// Most disk bytes the database may take (engines fdtree, mem and trie; 0: no cap). Writes
+    /// Most disk bytes the database may take (every engine; 0: no cap). Writes
     /// that add data past it fail; deletes still work. May change from one command to the next.
     #[arg(long, global = true, value_name = "BYTES", default_value_t = 0)]
     pub disk_budget_bytes: u64,

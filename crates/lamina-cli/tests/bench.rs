@@ -202,6 +202,27 @@ fn fdfc_figure6_runs_small_with_the_open_system_and_disk_columns() {
 }
 
 #[test]
+fn nbtree_insert_runs_the_nbtree_with_its_fanout() {
+    let (_dir, report, md) = run_experiment(&[
+        "--experiment",
+        "nbtree-insert",
+        "--ops",
+        "400",
+        "--engines",
+        "nbtree",
+        "--nbtree-fanout",
+        "4",
+    ]);
+    assert!(report["failed"].as_array().unwrap().is_empty(), "{report}");
+    let insert = &report["phases"][0]["report"];
+    assert_eq!(insert["params"]["engines"][0], "nbtree");
+    assert_eq!(insert["params"]["nbtree_fanout"], 4);
+    assert_eq!(insert["runs"][0]["measured_ops"], 400);
+    assert_eq!(report["insert_steps"]["engines"][0]["engine"], "nbtree");
+    assert!(md.contains("| records | nbtree mean µs | nbtree max µs |"), "{md}");
+}
+
+#[test]
 fn scale_runs_small_on_one_store_per_engine_with_the_fdtree_alias() {
     let (dir, report, md) =
         run_experiment(&["--experiment", "scale", "--ops", "2000", "--engines", "mem,fdtree"]);
@@ -281,6 +302,8 @@ fn bad_flags_fail_with_one_line() {
         &["bench", "--device", "floppy", "--engines", "fdtree"],
         &["bench", "--experiment", "contest"],
         &["bench", "--engines", "fdtree,fdtree-fc"],
+        &["bench", "--engines", "mem", "--nbtree-fanout", "4"],
+        &["bench", "--engines", "nbtree", "--nbtree-fanout", "2"],
         &["bench", "--experiment", "scale", "--out", "/tmp/x", "--threads", "3"],
         &["bench", "--workload", "replay", "--trace", "/nonexistent/trace"],
     ] {

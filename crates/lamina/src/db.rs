@@ -9,6 +9,7 @@ use lamina_core::{
 };
 use lamina_fdtree::FdTree;
 use lamina_mem::{MemEngine, MemOptions};
+use lamina_nbtree::NbTree;
 use lamina_storage::{AccountingOptions, FileOptions, FileStorage, Storage};
 use lamina_trie::{TrieEngine, TrieOptions};
 
@@ -26,6 +27,7 @@ enum Engine {
     Mem(MemEngine),
     Fdtree(FdTree),
     Trie(TrieEngine),
+    Nbtree(NbTree),
 }
 
 macro_rules! dispatch {
@@ -34,6 +36,7 @@ macro_rules! dispatch {
             Engine::Mem($engine) => $body,
             Engine::Fdtree($engine) => $body,
             Engine::Trie($engine) => $body,
+            Engine::Nbtree($engine) => $body,
         }
     };
 }
@@ -127,6 +130,10 @@ impl Db {
                     trie = trie.memory_limit_bytes(limit);
                 }
                 Engine::Trie(TrieEngine::open(file_storage(dir, &options)?, trie)?)
+            }
+            EngineKind::Nbtree => {
+                let nbtree = options.nbtree_options(intent);
+                Engine::Nbtree(NbTree::open(file_storage(dir, &options)?, &nbtree)?)
             }
         };
         if !created {

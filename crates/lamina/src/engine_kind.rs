@@ -16,6 +16,9 @@ pub enum EngineKind {
     /// `trie`: the SIGMOD 2011 contest's generalized prefix tree (k' = 4) with non-blocking
     /// reads, durable through the coalesced cyclic log.
     Trie,
+    /// `nbtree`: the NB-tree (nested B-trees: an s-tree whose nodes each own a d-tree
+    /// written sequentially, with Bloom filters and deamortized flushes; Zeighami and Wong).
+    Nbtree,
 }
 
 impl EngineKind {
@@ -24,6 +27,7 @@ impl EngineKind {
         EngineKind::Fdtree(FcMode::Fc),
         EngineKind::Fdtree(FcMode::Xm),
         EngineKind::Fdtree(FcMode::Ds),
+        EngineKind::Nbtree,
         EngineKind::Trie,
         EngineKind::Mem,
     ];
@@ -36,6 +40,7 @@ impl EngineKind {
             EngineKind::Fdtree(FcMode::Ds) => "fdtree-ds",
             EngineKind::Fdtree(FcMode::Fc) => "fdtree-fc",
             EngineKind::Trie => "trie",
+            EngineKind::Nbtree => "nbtree",
         }
     }
 
@@ -46,6 +51,7 @@ impl EngineKind {
             EngineKind::Mem => "mem",
             EngineKind::Fdtree(_) => "fdtree",
             EngineKind::Trie => "trie",
+            EngineKind::Nbtree => "nbtree",
         }
     }
 
@@ -72,6 +78,10 @@ impl EngineKind {
             EngineKind::Trie => {
                 "generalized prefix tree (k' = 4, dynamic expansion) with lock-free reads, \
                  durable through the coalesced cyclic log (SIGMOD 2011 contest)"
+            }
+            EngineKind::Nbtree => {
+                "NB-tree (nested B-trees: an s-tree of sequentially written d-trees with Bloom \
+                 filters, single recursive flush and deamortized insertion; Zeighami and Wong)"
             }
         }
     }
@@ -130,7 +140,8 @@ mod tests {
         assert_eq!(EngineKind::from_name("fdtree").unwrap(), EngineKind::default());
         let err = EngineKind::from_name("nope").unwrap_err();
         assert!(
-            err.to_string().contains("known: fdtree, fdtree-fc, fdtree-xm, fdtree-ds, trie, mem"),
+            err.to_string()
+                .contains("known: fdtree, fdtree-fc, fdtree-xm, fdtree-ds, nbtree, trie, mem"),
             "{err}"
         );
     }

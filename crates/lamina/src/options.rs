@@ -1,7 +1,8 @@
 //! Options of [`crate::Db::open`], validated before anything is created.
 
-use lamina_core::{Durability, Error, Result};
+use lamina_core::{Durability, Error, OpenIntent, Result};
 use lamina_fdtree::{FcMode, FdTreeOptions};
+use lamina_nbtree::NbTreeOptions;
 use lamina_storage::DeviceProfile;
 
 use crate::EngineKind;
@@ -14,18 +15,21 @@ pub struct Options {
     /// When acknowledged writes survive a crash.
     pub durability: Durability,
     /// Memory an engine may use for its in-memory level or buffers (FD+tree's L0, NB-tree's
-    /// root); 64 KiB to 64 GiB.
+    /// root); 64 KiB to 64 GiB. The NB-tree holds its root d-tree twice (the one taking
+    /// writes and the one being flushed), so its `sigma` is half of this, clamped into
+    /// `lamina_nbtree::options::SIGMA_BYTES_MIN..=SIGMA_BYTES_MAX` (64 KiB to 16 GiB).
     pub memory_budget_bytes: u64,
-    /// Block cache size; 0 disables the cache; at most 1 TiB.
+    /// Block cache size; 0 disables the cache; at most 1 TiB. Used by `fdtree`; the other
+    /// engines have no block cache and ignore it.
     pub cache_bytes: u64,
     /// Create the directory if it does not exist.
     pub create_if_missing: bool,
     /// The most disk space the engine may use; 0 (the default): no cap, the engine grows with
-    /// its data. Enforced by `mem` and `trie` (their log ring grows with the live data up
-    /// to it; it may be raised or lowered from one open to the next): at the budget, writes
-    /// that add data fail with `Error::NoSpace` naming this option, while deletes and
-    /// overwrites that do not grow the data are accepted. Refused as unsupported by the
-    /// other engines.
+    /// its data. Enforced by every engine (`mem` and `trie`: their log ring grows with the
+    /// live data up to it; `fdtree` and `nbtree`: their files and log; it may be raised or
+    /// lowered from one open to the next): at the budget, writes that add data fail with
+    /// `Error::NoSpace` naming this option, while deletes and overwrites that do not grow
+    /// the data are accepted.
     pub disk_budget_bytes: u64,
     /// The most memory the engine's data may take (`Stats::memory_bytes`); 0 (the
     /// default): no limit. Enforced by the in-memory engines `mem` and `trie`: writes that
@@ -51,6 +55,11 @@ pub struct Options {
     /// "variable-length keys"), so a large `fdtree_size_ratio` such as the paper's 24 needs
     /// it lowered (or its keys would need bigger blocks). `None`: the API limit.
     pub fdtree_key_bytes_max: Option<usize>,
+    /// Engine-specific tuning, `nbtree` only: the s-tree fanout `f`, the most children of an
+    /// s-node (NB-tree section 4.3; the paper's setting is 3, the engine's default), in
+    /// `lamina_nbtree::options::FANOUT_MIN..=FANOUT_MAX` (3..=64). `None` takes the
+    /// engine's default. Refused as unsupported with the other engines.
+    pub nbtree_fanout: Option<u32>,
 }
 
 impl Default for Options {
@@ -67,6 +76,7 @@ impl Default for Options {
             emulate_device: false,
             fdtree_size_ratio: None,
             fdtree_key_bytes_max: None,
+            nbtree_fanout: None,
         }
     }
 }
@@ -126,17 +136,29 @@ impl Options {
             ));
         }
         let fdtree = matches!(self.engine, EngineKind::Fdtree(_));
-        for (name, given) in [
-            ("fdtree_size_ratio", self.fdtree_size_ratio.is_some()),
-            ("fdtree_key_bytes_max", self.fdtree_key_bytes_max.is_some()),
+        let nbtree = self.engine == EngineKind::Nbtree;
+        for (name, given, supported, family) in [
+            ("fdtree_size_ratio", self.fdtree_size_ratio.is_some(), fdtree, "fdtree"),
+            ("fdtree_key_bytes_max", self.fdtree_key_bytes_max.is_some(), fdtree, "fdtree"),
+            ("nbtree_fanout", self.nbtree_fanout.is_some(), nbtree, "nbtree"),
         ] {
-            if given && !fdtree {
+            if given && !supported {
                 return Err(Error::Unsupported {
                     what: format!(
-                        "{name} with engine `{}`, which is not fdtree; pass None",
+                        "{name} with engine `{}`, which is not {family}; pass None",
                         self.engine
                     ),
                 });
+            }
+        }
+        if let Some(fanout) = self.nbtree_fanout {
+            let (min, max) =
+                (lamina_nbtree::options::FANOUT_MIN, lamina_nbtree::options::FANOUT_MAX);
+            if !(min..=max).contains(&fanout) {
+                return Err(Error::option(
+                    "nbtree_fanout",
+                    format!("f = {fanout} is outside {min}..={max}"),
+                ));
             }
         }
         if let Some(key_bytes_max) = self.fdtree_key_bytes_max
@@ -161,6 +183,9 @@ impl Options {
             // a bad combination is refused before anything is created.
             self.fdtree_options(mode).params()?;
         }
+        if nbtree {
+            self.nbtree_options(OpenIntent::CreateIfMissing).validate()?;
+        }
         Ok(())
     }
 
@@ -175,6 +200,22 @@ impl Options {
             size_ratio: self.fdtree_size_ratio.unwrap_or(defaults.size_ratio),
             key_bytes_max: self.fdtree_key_bytes_max.unwrap_or(defaults.key_bytes_max),
             disk_budget_bytes: self.disk_budget_bytes,
+            ..defaults
+        }
+    }
+
+    /// The `nbtree` engine's options, opening with `intent`. `sigma` is half the memory
+    /// budget (the root d-tree is held twice: the active one and the frozen one being
+    /// flushed), clamped into the engine's range.
+    pub(crate) fn nbtree_options(&self, intent: OpenIntent) -> NbTreeOptions {
+        use lamina_nbtree::options::{SIGMA_BYTES_MAX, SIGMA_BYTES_MIN};
+        let defaults = NbTreeOptions::default();
+        NbTreeOptions {
+            fanout: self.nbtree_fanout.unwrap_or(defaults.fanout),
+            sigma_bytes: (self.memory_budget_bytes / 2).clamp(SIGMA_BYTES_MIN, SIGMA_BYTES_MAX),
+            durability: self.durability,
+            disk_budget_bytes: self.disk_budget_bytes,
+            intent,
             ..defaults
         }
     }
@@ -229,5 +270,57 @@ mod tests {
         assert!(err.to_string().contains("fdtree_key_bytes_max"), "{err}");
         let on_mem = Options { fdtree_key_bytes_max: Some(64), ..mem() }.validate();
         assert!(matches!(on_mem, Err(Error::Unsupported { .. })));
+    }
+    #[test]
+    fn nbtree_fanout_is_checked_and_only_for_nbtree() {
+        use lamina_nbtree::options::{FANOUT_MAX, FANOUT_MIN};
+        let nbtree = Options { engine: EngineKind::Nbtree, ..mem() };
+        nbtree.validate().unwrap();
+        for good in [FANOUT_MIN, 8, FANOUT_MAX] {
+            let options = Options { nbtree_fanout: Some(good), ..nbtree };
+            options.validate().unwrap();
+            assert_eq!(options.nbtree_options(OpenIntent::MustExist).fanout, good);
+        }
+        for bad in [0, FANOUT_MIN - 1, FANOUT_MAX + 1] {
+            let err = Options { nbtree_fanout: Some(bad), ..nbtree }.validate().unwrap_err();
+            assert!(err.is_invalid_argument(), "{err}");
+            assert!(err.to_string().contains("nbtree_fanout"), "{err}");
+        }
+        let on_fdtree = Options { nbtree_fanout: Some(3), ..Options::default() }.validate();
+        assert!(matches!(on_fdtree, Err(Error::Unsupported { .. })), "{on_fdtree:?}");
+        let fdtree_only = Options { fdtree_size_ratio: Some(8), ..nbtree }.validate();
+        assert!(matches!(fdtree_only, Err(Error::Unsupported { .. })), "{fdtree_only:?}");
+        let limit = Options { memory_limit_bytes: 1 << 30, ..nbtree }.validate();
+        assert!(matches!(limit, Err(Error::Unsupported { .. })), "not an in-memory engine");
+        Options { disk_budget_bytes: 1 << 30, ..nbtree }.validate().unwrap();
+    }
+
+    #[test]
+    fn nbtree_sigma_is_half_the_memory_budget_within_the_engine_range() {
+        use lamina_nbtree::options::{SIGMA_BYTES_MAX, SIGMA_BYTES_MIN};
+        let nbtree = Options {
+            engine: EngineKind::Nbtree,
+            durability: Durability::None,
+            disk_budget_bytes: 7 << 30,
+            ..Options::default()
+        };
+        let mapped = nbtree.nbtree_options(OpenIntent::MustExist);
+        assert_eq!(mapped.sigma_bytes, Options::default().memory_budget_bytes / 2);
+        assert_eq!(
+            (mapped.durability, mapped.disk_budget_bytes, mapped.intent),
+            (Durability::None, 7 << 30, OpenIntent::MustExist)
+        );
+        assert_eq!(mapped.fanout, lamina_nbtree::options::FANOUT_DEFAULT);
+        for (budget, sigma) in [
+            (MEMORY_BUDGET_BYTES_MIN, SIGMA_BYTES_MIN),
+            (2 * SIGMA_BYTES_MIN + 2, SIGMA_BYTES_MIN + 1),
+            (MEMORY_BUDGET_BYTES_MAX, SIGMA_BYTES_MAX),
+        ] {
+            let options = Options { memory_budget_bytes: budget, ..nbtree };
+            options.validate().unwrap();
+            let mapped = options.nbtree_options(OpenIntent::CreateIfMissing);
+            assert_eq!(mapped.sigma_bytes, sigma, "budget {budget}");
+            mapped.validate().unwrap();
+        }
     }
 }

@@ -59,8 +59,13 @@ fn writes_past_the_memory_limit_are_refused_and_deletes_make_room() {
 
 #[test]
 fn engines_without_a_memory_limit_refuse_the_option() {
-    let dir = tempfile::tempdir().unwrap();
-    let options = Options { engine: EngineKind::default(), ..options(EngineKind::Mem) };
-    let err = Db::open(dir.path(), options).unwrap_err();
-    assert!(matches!(err, Error::Unsupported { .. }), "{err}");
+    for engine in [EngineKind::default(), EngineKind::Nbtree] {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Db::open(dir.path(), options(engine)).unwrap_err();
+        assert!(matches!(err, Error::Unsupported { .. }), "{engine}: {err}");
+        assert!(
+            std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+            "{engine}: nothing created"
+        );
+    }
 }

@@ -49,6 +49,7 @@ fn params(config: &BenchConfig, engines: &[String], preload: u64) -> BenchParams
         cache_bytes: config.engine_params.cache_bytes,
         fdtree_size_ratio: config.engine_params.fdtree_size_ratio,
         fdtree_key_bytes_max: config.engine_params.fdtree_key_bytes_max,
+        nbtree_fanout: config.engine_params.nbtree_fanout,
         engines: engines.to_vec(),
         rounds: config.rounds,
         bucket_ops: r.bucket_ops,

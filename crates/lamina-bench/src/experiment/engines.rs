@@ -8,8 +8,11 @@ pub const NBTREE_PEERS: [&str; 3] = ["rocksdb", "leveldb", "wiredtiger-btree"];
 pub const FIGURE6_MODES: [&str; 3] = ["fdtree-xm", "fdtree-ds", "fdtree-fc"];
 /// The B+-tree of FD+FC section 5.3.
 pub const FDFC_BTREE: &str = "bdb";
-/// lamina's engines in `scale` (issue 22: FD+FC, FD+XM, the trie and the in-memory map).
-pub const SCALE_LAMINA: [&str; 4] = ["fdtree-fc", "fdtree-xm", "trie", "mem"];
+/// lamina's engines in `scale` (issue 22: FD+FC, FD+XM, the trie and the in-memory map;
+/// issue 16: the NB-tree).
+pub const SCALE_LAMINA: [&str; 5] = ["fdtree-fc", "fdtree-xm", "nbtree", "trie", "mem"];
+/// The engine whose paper `nbtree-insert` reproduces: its first lamina engine.
+pub const NBTREE_ENGINE: &str = "nbtree";
 /// The peers in `scale`: every peer library, the LSMs in their tuned configurations (Bloom
 /// filters, larger write buffers), both WiredTiger layouts.
 pub const SCALE_PEERS: [&str; 6] =
@@ -26,7 +29,7 @@ pub struct EngineSelection {
 }
 
 fn is_lamina_disk_engine(name: &str) -> bool {
-    name.starts_with("fdtree") || name == "trie" || name == "mem"
+    name.starts_with("fdtree") || name == "nbtree" || name == "trie" || name == "mem"
 }
 
 /// The best FD+tree concurrency scheme offered: FD+FC, else the default `fdtree`, else
@@ -57,8 +60,14 @@ impl Experiment {
         match self {
             Experiment::FdfcFigure1 | Experiment::Contest => {}
             Experiment::NbtreeInsert => {
-                selection.engines =
-                    offered.iter().filter(|o| is_lamina_disk_engine(o)).cloned().collect();
+                // The NB-tree first (ratios are to the first engine), then lamina's others.
+                if !has(NBTREE_ENGINE) {
+                    selection.missing.push((NBTREE_ENGINE.into(), "not in this build".into()));
+                }
+                let lamina = offered.iter().filter(|o| is_lamina_disk_engine(o));
+                let (nbtree, others): (Vec<&String>, Vec<&String>) =
+                    lamina.partition(|o| *o == NBTREE_ENGINE);
+                selection.engines = nbtree.into_iter().chain(others).cloned().collect();
                 for peer in NBTREE_PEERS {
                     want_peer(peer, &mut selection);
                 }
@@ -115,15 +124,20 @@ mod tests {
     }
 
     #[test]
-    fn nbtree_takes_lamina_engines_then_the_peers_it_finds() {
-        let offered = names(&["fdtree-xm", "mem", "rocksdb", "leveldb", "lmdb", "bdb"]);
+    fn nbtree_takes_the_nbtree_first_then_lamina_engines_then_the_peers_it_finds() {
+        let offered = names(&["fdtree-xm", "nbtree", "mem", "rocksdb", "leveldb", "lmdb", "bdb"]);
         let s = Experiment::NbtreeInsert.select_engines(&offered);
-        assert_eq!(s.engines, names(&["fdtree-xm", "mem", "rocksdb", "leveldb"]));
+        assert_eq!(s.engines, names(&["nbtree", "fdtree-xm", "mem", "rocksdb", "leveldb"]));
         assert_eq!(s.missing.len(), 1);
         assert_eq!(s.missing[0].0, "wiredtiger-btree");
-        let lamina_only = Experiment::NbtreeInsert.select_engines(&names(&["fdtree-xm", "mem"]));
-        assert_eq!(lamina_only.engines, names(&["fdtree-xm", "mem"]));
+        let lamina_only =
+            Experiment::NbtreeInsert.select_engines(&names(&["fdtree-xm", "mem", "nbtree"]));
+        assert_eq!(lamina_only.engines, names(&["nbtree", "fdtree-xm", "mem"]));
         assert_eq!(lamina_only.missing.len(), 3);
+        let without = Experiment::NbtreeInsert.select_engines(&names(&["fdtree-xm", "mem"]));
+        assert_eq!(without.engines, names(&["fdtree-xm", "mem"]));
+        assert_eq!(without.missing[0], ("nbtree".to_string(), "not in this build".to_string()));
+        assert_eq!(without.missing.len(), 4);
     }
 
     #[test]
@@ -152,6 +166,7 @@ mod tests {
             "fdtree-fc",
             "fdtree-xm",
             "fdtree-ds",
+            "nbtree",
             "trie",
             "mem",
             "rocksdb",
@@ -167,6 +182,7 @@ mod tests {
         let expected = names(&[
             "fdtree-fc",
             "fdtree-xm",
+            "nbtree",
             "trie",
             "mem",
             "rocksdb-tuned",
@@ -179,7 +195,7 @@ mod tests {
         assert_eq!((s.engines, s.missing), (expected, vec![]));
         let lamina_only = Experiment::Scale.select_engines(&names(&["fdtree-fc", "mem"]));
         assert_eq!(lamina_only.engines, names(&["fdtree-fc", "mem"]));
-        assert_eq!(lamina_only.missing.len(), 2 + SCALE_PEERS.len());
+        assert_eq!(lamina_only.missing.len(), 3 + SCALE_PEERS.len());
     }
 
     #[test]

@@ -20,8 +20,8 @@ pub use definition::{
     SCALE_LOOKUPS_MAX, SCALE_MEMORY_BUDGET_BYTES, Scale, step_ops,
 };
 pub use engines::{
-    EngineSelection, FDFC_BTREE, FIGURE6_MODES, NBTREE_PEERS, SCALE_LAMINA, SCALE_PEERS,
-    best_fdtree,
+    EngineSelection, FDFC_BTREE, FIGURE6_MODES, NBTREE_ENGINE, NBTREE_PEERS, SCALE_LAMINA,
+    SCALE_PEERS, best_fdtree,
 };
 pub use report::{
     EXPERIMENT_SCHEMA_NAME, EXPERIMENT_SCHEMA_VERSION, ExperimentReport, PhaseFailure, PhaseReport,

@@ -99,6 +99,9 @@ pub struct BenchParams {
     /// FD+tree's longest key, if set (else the API limit).
     #[serde(default)]
     pub fdtree_key_bytes_max: Option<usize>,
+    /// NB-tree fanout `f`, if set (else the engine's default).
+    #[serde(default)]
+    pub nbtree_fanout: Option<u32>,
     /// Engines compared, in order.
     pub engines: Vec<String>,
     /// Rounds (engine order alternates between rounds).
@@ -355,6 +358,7 @@ pub(crate) mod tests {
                 cache_bytes: 15 << 20,
                 fdtree_size_ratio: Some(24),
                 fdtree_key_bytes_max: Some(256),
+                nbtree_fanout: Some(3),
                 readers: None,
                 writers: None,
                 rate_ops_s: None,

@@ -24,13 +24,14 @@ Experiments (--experiment NAME --out DIR; docs/results/bench-experiments.md):
       inserted keys, then min(N, 200,000) inserts from 2 threads, then close and a timed
       reopen that reads back 1,000 of the keys. Every engine gets a 64 MiB cache and a
       32 MiB memory budget (--cache-bytes, --memory-budget-bytes override) and durability
-      none (--durability overrides). Engines: fdtree-fc, fdtree-xm, trie, mem and every peer
-      built in (rocksdb-tuned, leveldb-tuned, lmdb, bdb, wiredtiger-btree, wiredtiger-lsm);
-      --engines overrides, --rounds repeats with the engine order alternating. Reports
-      inserts/s, insert p99, p99.99 and max, the max insert per 1% of the inserts (plot),
-      inserts/s over time (plot), lookups/s and p99.99, write amplification, disk and memory
-      bytes per record, peak disk and RSS, the 2-thread inserts/s and p99.99, close and
-      reopen time, each rate and tail also as a ratio to the best peer.";
+      none (--durability overrides). Engines: fdtree-fc, fdtree-xm, nbtree, trie, mem and
+      every peer built in (rocksdb-tuned, leveldb-tuned, lmdb, bdb, wiredtiger-btree,
+      wiredtiger-lsm); --engines overrides, --rounds repeats with the engine order
+      alternating. Reports inserts/s, insert p99, p99.99 and max, the max insert per 1% of
+      the inserts (plot), inserts/s over time (plot), lookups/s and p99.99, write
+      amplification, disk and memory bytes per record, peak disk and RSS, the 2-thread
+      inserts/s and p99.99, close and reopen time, each rate and tail also as a ratio to the
+      best peer.";
 
 /// Benchmark engines with the papers' workloads (and YCSB), side by side.
 #[derive(Debug, Clone, Args)]
@@ -131,6 +132,10 @@ pub struct BenchArgs {
     /// --fdtree-size-ratio needs it lowered (a block holds 2 * gamma + 1 fences).
     #[arg(long, value_name = "BYTES")]
     pub fdtree_key_bytes_max: Option<usize>,
+    /// NB-tree s-tree fanout f, 3..=64 [default: the engine's, 3]; other engines are skipped
+    /// (or refused if named).
+    #[arg(long, value_name = "F")]
+    pub nbtree_fanout: Option<u32>,
     /// Block cache size, bytes.
     #[arg(long, value_name = "BYTES")]
     pub cache_bytes: Option<u64>,

@@ -163,6 +163,7 @@ fn engine_params(args: &BenchArgs, experiment: Option<Experiment>) -> Result<Eng
         emulate: args.emulate,
         fdtree_size_ratio: args.fdtree_size_ratio.or(tuning.fdtree_size_ratio),
         fdtree_key_bytes_max: args.fdtree_key_bytes_max.or(tuning.fdtree_key_bytes_max),
+        nbtree_fanout: args.nbtree_fanout,
     })
 }
 
@@ -696,6 +697,9 @@ mod tests {
         assert_eq!((c.workload.kind, c.run.ops), (WorkloadKind::Insert, Some(1000)));
         let (c, _) = config("--engines fdtree-xm --fdtree-size-ratio 24").unwrap();
         assert_eq!(c.engine_params.fdtree_size_ratio, Some(24));
+        assert_eq!(c.engine_params.nbtree_fanout, None);
+        let (c, _) = config("--experiment nbtree-insert --out x --nbtree-fanout 5").unwrap();
+        assert_eq!(c.engine_params.nbtree_fanout, Some(5));
         let (c, _) = config("--duration 1.5").unwrap();
         assert_eq!((c.run.ops, c.run.duration), (None, Some(Duration::from_millis(1500))));
     }

@@ -42,6 +42,7 @@ impl LaminaFactory {
             emulate_device: params.emulate,
             fdtree_size_ratio: params.fdtree_size_ratio,
             fdtree_key_bytes_max: params.fdtree_key_bytes_max,
+            nbtree_fanout: params.nbtree_fanout,
         };
         options.validate()?;
         Ok(options)
@@ -104,5 +105,24 @@ mod tests {
         assert!(matches!(LaminaFactory.check("mem", &params), Err(Error::Unsupported { .. })));
         let bad = EngineParams { fdtree_size_ratio: Some(1), ..EngineParams::default() };
         assert!(LaminaFactory.check("fdtree-ds", &bad).unwrap_err().is_invalid_argument());
+    }
+
+    #[test]
+    fn nbtree_is_listed_and_its_fanout_reaches_it_and_is_refused_elsewhere() {
+        assert!(LaminaFactory.engines().iter().any(|e| e.name == "nbtree"));
+        LaminaFactory.check("nbtree", &EngineParams::default()).unwrap();
+        let params = EngineParams { nbtree_fanout: Some(8), ..EngineParams::default() };
+        let options = LaminaFactory::options("nbtree", &params).unwrap();
+        assert_eq!((options.engine, options.nbtree_fanout), (EngineKind::Nbtree, Some(8)));
+        for other in ["fdtree-fc", "trie", "mem"] {
+            let err = LaminaFactory.check(other, &params).unwrap_err();
+            assert!(matches!(err, Error::Unsupported { .. }), "{other}: {err}");
+        }
+        let bad = EngineParams { nbtree_fanout: Some(2), ..EngineParams::default() };
+        let err = LaminaFactory.check("nbtree", &bad).unwrap_err();
+        assert!(err.is_invalid_argument() && err.to_string().contains("nbtree_fanout"), "{err}");
+        // The NB-tree does block I/O: a device profile applies to it.
+        let device = EngineParams { device: Some("ssd-x25e".into()), ..EngineParams::default() };
+        LaminaFactory.check("nbtree", &device).unwrap();
     }
 }
