@@ -144,7 +144,6 @@ fn nbtree_is_selectable_and_recorded_in_the_database() {
 }
 
 #[test]
-#[ignore = "nbtree placeholder: persistence lands with the engine"]
 fn nbtree_keeps_data_from_one_command_to_the_next() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");

@@ -109,7 +109,6 @@ per_engine! {
     fdtree_fc: EngineKind::Fdtree(lamina::FcMode::Fc);
     fdtree_xm: EngineKind::Fdtree(lamina::FcMode::Xm);
     fdtree_ds: EngineKind::Fdtree(lamina::FcMode::Ds);
-    #[ignore = "nbtree placeholder: persistence lands with the engine"]
     nbtree: EngineKind::Nbtree;
 }
 
