@@ -426,3 +426,61 @@ proptest! {
         }
     }
 }
+
+/// Writes `model` over `storage`; the first error ends the attempt, and every call after it
+/// fails too (the writer does not write on after an I/O error). True when finished.
+fn try_write(storage: &Arc<dyn Storage>, model: &Model) -> bool {
+    let Ok(mut w) = DTreeWriter::create(Arc::clone(storage), 1, params(512), 200) else {
+        return false;
+    };
+    let mut failed = false;
+    for (k, v) in model {
+        let result = w.push(k, v.as_deref());
+        assert!(!failed || result.is_err(), "a push after a failure went through");
+        failed |= result.is_err();
+    }
+    loop {
+        match w.finish_step(2) {
+            Ok(true) => {
+                assert!(!failed, "finished after a failure");
+                return true;
+            }
+            Ok(false) => assert!(!failed, "a step after a failure went through"),
+            Err(_) if failed => return false,
+            Err(_) => failed = true,
+        }
+    }
+}
+
+#[test]
+fn io_errors_and_crashes_never_leave_a_tree_that_reads_wrong() {
+    use lamina_storage::{FailKind, FaultPlan, FaultyStorage};
+    let model = numbered(600, 8);
+    let clean = FaultyStorage::in_memory(FaultPlan::none());
+    assert!(try_write(&(Arc::new(clean.clone()) as Arc<dyn Storage>), &model));
+    let ops = clean.ops() + 2;
+    assert!(ops > 20, "{ops} operations");
+    for op in 1..=ops {
+        for kind in [FailKind::Eio, FailKind::NoSpace] {
+            let faulty = FaultyStorage::in_memory(FaultPlan::none().fail_at(op, kind, false));
+            let storage: Arc<dyn Storage> = Arc::new(faulty.clone());
+            let finished = try_write(&storage, &model);
+            faulty.stop_failing();
+            if finished {
+                check_tree(&DTree::open(Arc::clone(&storage), 1).unwrap(), &model, &[]);
+            }
+        }
+        // A crash: a tree whose finish_step returned true, and whose name the engine then
+        // made durable (`sync_dir`: the writer syncs the file's data only), survives it
+        // whole; any other file is refused when opened, or reads right.
+        let faulty = FaultyStorage::in_memory(FaultPlan::none().crash_at(op));
+        let storage: Arc<dyn Storage> = Arc::new(faulty.clone());
+        let durable = try_write(&storage, &model) && storage.sync_dir().is_ok();
+        let after: Arc<dyn Storage> = Arc::new(faulty.reopen_after_crash().unwrap());
+        if durable {
+            check_tree(&DTree::open(Arc::clone(&after), 1).unwrap(), &model, &[]);
+        } else if after.exists(&file_name(1)).unwrap() {
+            let _ = damage_found(&after, 1, &model);
+        }
+    }
+}
