@@ -7,6 +7,7 @@
 //! - [`accounting`]: exact I/O counters ([`lamina_core::IoStats`]) kept by every backend.
 //! - [`device`]: device profiles turning accesses into modeled time (LA-tree Tables 2 and 5).
 //! - [`block`]: the checksummed block format (`docs/format/block.md`).
+//! - [`bloom`]: the cache-line blocked Bloom filter of fdtree's levels and nbtree's d-trees.
 //! - [`superblock`]: crash-atomic commit of an engine's root state (two alternating slots).
 //! - [`freelist`]: allocate/free block numbers in a file, reuse after a durable commit.
 //! - [`log`]: the group-commit log (coalesced cyclic log of the SIGMOD 2011 contest paper).
@@ -20,6 +21,7 @@
 pub mod accounting;
 pub mod backend;
 pub mod block;
+pub mod bloom;
 pub mod cache;
 pub mod crash_points;
 pub mod device;

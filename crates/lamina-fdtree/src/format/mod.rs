@@ -3,7 +3,8 @@
 //! `docs/format/fdtree-block.md` and `docs/format/fdtree-index.md`.
 
 pub mod block;
-pub mod bloom;
+/// The Bloom filter, shared with other engines: it lives in `lamina_storage::bloom`.
+pub use lamina_storage::bloom;
 pub mod entry;
 pub mod index;
 pub(crate) mod sealed;

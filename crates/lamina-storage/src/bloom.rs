@@ -1,6 +1,8 @@
-//! The Bloom filter of a level, a run or a memtable (issue 22: "a Bloom filter per level"),
-//! checked before a level's segment is read, so a lookup of a key a level does not hold
-//! costs that level no I/O with high probability.
+//! The Bloom filter of an fdtree level, run or memtable (issue 22: "a Bloom filter per
+//! level") and of an nbtree d-tree (NB-tree section 5.2), checked before the structure's data
+//! is read, so a lookup of a key it does not hold costs it no I/O with high probability.
+//! (Moved here from `lamina-fdtree::format::bloom`, which re-exports it, so both engines share
+//! one filter and one encoding.)
 //!
 //! Cache-line blocked (Putze, Sanders, Singler: "Cache-, hash- and space-efficient Bloom
 //! filters"): a key's bits all lie in one 512-bit bucket chosen by its hash, so a check
@@ -12,8 +14,10 @@
 //! Sized when created from an upper bound on the keys it will hold (fewer keys only lower
 //! its false-positive rate); `bits_per_key = 0` makes a filter that answers "maybe" always.
 //!
-//! Encoding (sealed by a trailing masked CRC32C, `docs/format/fdtree-index.md`): magic
-//! "FDBL" (u32 LE), version (u8), probes `k` (u8), buckets (u32 LE), then the words (u64 LE).
+//! Encoding (the container seals it: fdtree's index file with a trailing masked CRC32C,
+//! `docs/format/fdtree-index.md`; nbtree's d-tree with its page checksums,
+//! `docs/format/nbtree-dtree.md`): magic "FDBL" (u32 LE), version (u8), probes `k` (u8),
+//! buckets (u32 LE), then the words (u64 LE).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -218,6 +222,6 @@ mod tests {
         let mut bad = bytes;
         bad[6..10].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(Bloom::decode_from(&mut Reader::new(&bad)).is_err());
-        // Bit flips inside the words are caught by the seal around the filter (index.rs).
+        // Bit flips inside the words are caught by the seal around the filter (its container).
     }
 }
