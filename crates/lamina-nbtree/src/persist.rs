@@ -112,7 +112,13 @@ impl Persist {
 }
 
 /// The manifest of `tree`.
-pub fn manifest_of(tree: &STree, fanout: u32, sigma_bytes: u64, next_dtree_id: u64, flushed_seq: u64) -> Manifest {
+pub fn manifest_of(
+    tree: &STree,
+    fanout: u32,
+    sigma_bytes: u64,
+    next_dtree_id: u64,
+    flushed_seq: u64,
+) -> Manifest {
     let nodes = tree
         .nodes
         .values()
@@ -160,8 +166,12 @@ pub fn recover(
     if must_exist && !storage.exists(SUPERBLOCK_FILE_NAME)? {
         return Err(Error::corruption(&super_path, 0, "the superblock is missing"));
     }
-    let superblock =
-        Superblock::open(storage.clone(), SUPERBLOCK_FILE_NAME, SUPERBLOCK_OWNER, SUPERBLOCK_BYTES)?;
+    let superblock = Superblock::open(
+        storage.clone(),
+        SUPERBLOCK_FILE_NAME,
+        SUPERBLOCK_OWNER,
+        SUPERBLOCK_BYTES,
+    )?;
     let Some(committed) = superblock.current().cloned() else {
         if must_exist || superblock.slots().iter().any(|s| matches!(s, SlotState::Damaged { .. })) {
             return Err(Error::corruption(&super_path, 0, "no valid commit in the superblock"));
@@ -178,7 +188,11 @@ pub fn recover(
     if bytes.len() as u64 != pointer.len
         || lamina_core::checksum::masked_crc32c(&bytes) != pointer.crc
     {
-        return Err(Error::corruption(&path, 0, "the manifest does not match its superblock record"));
+        return Err(Error::corruption(
+            &path,
+            0,
+            "the manifest does not match its superblock record",
+        ));
     }
     let manifest = Manifest::decode(&bytes).map_err(|e| e.at(&path, 0))?;
     let tree = open_tree(storage, &manifest, &path)?;
@@ -231,7 +245,7 @@ fn open_tree(storage: &Arc<dyn Storage>, m: &Manifest, path: &std::path::Path) -
         }
     }
     let tree = STree { nodes, root: m.root, next_node_id: m.next_node_id };
-    crate::verify::check_structure(&tree, m.fanout as usize).map_err(|reason| bad(reason))?;
+    crate::verify::check_structure(&tree, m.fanout as usize, 1).map_err(bad)?;
     Ok(tree)
 }
 

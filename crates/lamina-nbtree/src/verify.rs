@@ -17,7 +17,14 @@ use crate::stree::{NodeId, STree};
 /// The s-tree's shape: every child exists and is reached once, s-keys sorted and within
 /// their node's range, fanout bounds (section 3.1.1), all leaves at one depth, the root
 /// without an on-disk d-tree, lazy-removal pointers within range.
-pub fn check_structure(tree: &STree, fanout: usize) -> std::result::Result<(), String> {
+///
+/// `children_slack` children beyond `f` are tolerated (1 in the middle of a job, and in a
+/// committed state a crash left, which opening repairs; 0 otherwise).
+pub fn check_structure(
+    tree: &STree,
+    fanout: usize,
+    children_slack: usize,
+) -> std::result::Result<(), String> {
     if !tree.nodes.contains_key(&tree.root) {
         return Err(format!("the root s-node {} does not exist", tree.root));
     }
@@ -27,8 +34,7 @@ pub fn check_structure(tree: &STree, fanout: usize) -> std::result::Result<(), S
     let mut seen = BTreeSet::new();
     let mut leaf_depth = None;
     // (node, depth, low, high)
-    let mut stack: Vec<(NodeId, usize, Option<Vec<u8>>, Option<Vec<u8>>)> =
-        vec![(tree.root, 0, None, None)];
+    let mut stack: Vec<(NodeId, usize, Bound, Bound)> = vec![(tree.root, 0, None, None)];
     while let Some((id, depth, low, high)) = stack.pop() {
         let Some(n) = tree.nodes.get(&id) else {
             return Err(format!("s-node {id} is referenced but does not exist"));
@@ -48,14 +54,19 @@ pub fn check_structure(tree: &STree, fanout: usize) -> std::result::Result<(), S
             }
         } else {
             let min = if id == tree.root { 1 } else { fanout.div_ceil(2) };
-            if n.children.len() > fanout || n.children.len() < min {
+            let max = fanout + children_slack;
+            if n.children.len() > max || n.children.len() < min {
                 return Err(format!(
-                    "s-node {id} has {} children (allowed {min}..={fanout})",
+                    "s-node {id} has {} children (allowed {min}..={max})",
                     n.children.len()
                 ));
             }
             if n.keys.len() + 1 != n.children.len() {
-                return Err(format!("s-node {id} has {} s-keys for {} children", n.keys.len(), n.children.len()));
+                return Err(format!(
+                    "s-node {id} has {} s-keys for {} children",
+                    n.keys.len(),
+                    n.children.len()
+                ));
             }
             if n.keys.windows(2).any(|w| w[0] >= w[1]) || !n.keys.iter().all(|k| in_range(k)) {
                 return Err(format!("s-node {id}: s-keys unsorted or outside its range"));
@@ -72,13 +83,19 @@ pub fn check_structure(tree: &STree, fanout: usize) -> std::result::Result<(), S
         }
     }
     if seen.len() != tree.nodes.len() {
-        return Err(format!("{} s-nodes are not reachable from the root", tree.nodes.len() - seen.len()));
+        return Err(format!(
+            "{} s-nodes are not reachable from the root",
+            tree.nodes.len() - seen.len()
+        ));
     }
     if tree.nodes.keys().any(|&id| id >= tree.next_node_id) {
         return Err("an s-node id is not below next_node_id".into());
     }
     Ok(())
 }
+
+/// A key bound of an s-node's range (`None`: open).
+type Bound = Option<Vec<u8>>;
 
 fn broken(reason: String) -> Error {
     Error::Corruption { file: "<nbtree s-tree>".into(), offset: 0, reason }
@@ -89,9 +106,16 @@ fn broken(reason: String) -> Error {
 /// property for every d-key, and the live sizes the s-nodes record. With `sizes_bounded`,
 /// also the size limits of section 5.1 (`f (sigma + e)` per set of siblings, leaves at
 /// most that too), which hold between jobs.
-pub fn verify_tree(tree: &STree, fanout: usize, sigma_bytes: u64, sizes_bounded: bool) -> Result<()> {
-    check_structure(tree, fanout).map_err(broken)?;
-    let entry_max = entry_bytes(lamina_core::limits::KEY_BYTES_MAX, Some(lamina_core::limits::VALUE_BYTES_MAX));
+pub fn verify_tree(
+    tree: &STree,
+    fanout: usize,
+    sigma_bytes: u64,
+    children_slack: usize,
+) -> Result<()> {
+    check_structure(tree, fanout, children_slack).map_err(broken)?;
+    let sizes_bounded = children_slack == 0;
+    let entry_max =
+        entry_bytes(lamina_core::limits::KEY_BYTES_MAX, Some(lamina_core::limits::VALUE_BYTES_MAX));
     let mut stack = vec![(tree.root, None::<Vec<u8>>, None::<Vec<u8>>)];
     while let Some((id, low, high)) = stack.pop() {
         let n = tree.node(id);

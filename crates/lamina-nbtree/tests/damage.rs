@@ -22,7 +22,9 @@ fn options(intent: OpenIntent) -> NbTreeOptions {
 }
 
 /// A closed tree with several d-trees on disk.
-fn built() -> (Arc<dyn Storage>, Vec<(Vec<u8>, Vec<u8>)>) {
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn built() -> (Arc<dyn Storage>, Pairs) {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let db = NbTree::open(storage.clone(), &options(OpenIntent::CreateIfMissing)).unwrap();
     let mut pairs = Vec::new();
@@ -67,7 +69,7 @@ fn an_empty_superblock_is_corruption() {
 #[test]
 fn a_missing_or_damaged_manifest_is_corruption_naming_it() {
     let (storage, _) = built();
-    let manifest = names(&storage, |n| n.ends_with(".man")).pop().unwrap();
+    let manifest = names(&storage, |n| n.starts_with("nbtree-")).pop().unwrap();
     let file = storage.open(&manifest, OpenMode::Existing).unwrap();
     let mut byte = [0u8];
     file.read_exact_at(20, &mut byte).unwrap();

@@ -17,9 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use lamina_core::{
-    CasOutcome, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch,
-};
+use lamina_core::{CasOutcome, Entry, Error, KeyRange, OrderedIndex, Result, Stats, WriteBatch};
 use lamina_storage::log::{LogOptions, RecordOp, SegmentLog, SegmentLogOptions};
 use lamina_storage::{FileOptions, FileStorage, MemoryStorage, Storage};
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -74,7 +72,15 @@ impl NbTree {
         Self::open(Arc::new(storage), options)
     }
 
-    fn start(storage: Arc<dyn Storage>, options: &NbTreeOptions, persistent: bool) -> Result<NbTree> {
+    #[allow(
+        clippy::too_many_lines,
+        reason = "open is one sequence: recover, replay, assemble, start"
+    )]
+    fn start(
+        storage: Arc<dyn Storage>,
+        options: &NbTreeOptions,
+        persistent: bool,
+    ) -> Result<NbTree> {
         options.validate()?;
         let (tree, persist, fanout, sigma_bytes, flushed_seq, next_dtree_id) = if persistent {
             let r = persist::recover(
@@ -84,7 +90,14 @@ impl NbTree {
                 options.sigma_bytes,
             )?;
             let m = &r.manifest;
-            (r.tree, Some(r.persist), m.fanout as usize, m.sigma_bytes, m.flushed_seq, m.next_dtree_id)
+            (
+                r.tree,
+                Some(r.persist),
+                m.fanout as usize,
+                m.sigma_bytes,
+                m.flushed_seq,
+                m.next_dtree_id,
+            )
         } else {
             (STree::new(), None, options.fanout as usize, options.sigma_bytes, 0, 1)
         };
@@ -159,6 +172,7 @@ impl NbTree {
         inner.counters.logged_bytes.store(replayed, Ordering::Relaxed);
         {
             let mut work = inner.work.lock();
+            inner.repair(&mut work)?;
             inner.rotate(&mut work)?; // a replayed log may fill the root already
         }
         let thread = (options.deamortization == Deamortization::Background).then(|| {
@@ -195,7 +209,13 @@ impl NbTree {
         self.inner.check_open()?;
         let work = self.inner.work.lock();
         let version = self.inner.published.read().version.clone();
-        crate::verify::verify_tree(&version.stree, self.inner.fanout, self.inner.sigma_bytes, false)?;
+        let slack = usize::from(work.job.is_some());
+        crate::verify::verify_tree(
+            &version.stree,
+            self.inner.fanout,
+            self.inner.sigma_bytes,
+            slack,
+        )?;
         if work.job.is_none() && self.inner.log.is_some() {
             crate::verify::verify_files(&self.inner.storage, &version.stree)?;
         }

@@ -50,9 +50,7 @@ impl Inner {
             let owed = (credit / MICRO).saturating_sub(c.job_pages.load(Ordering::Relaxed));
             let help = match self.options.deamortization {
                 Deamortization::Foreground => owed,
-                Deamortization::Background => {
-                    if owed > HELP_SLACK_PAGES { owed - HELP_SLACK_PAGES } else { 0 }
-                }
+                Deamortization::Background => owed.saturating_sub(HELP_SLACK_PAGES),
             };
             if help > 0 {
                 let mut work = self.work.lock();
@@ -63,8 +61,7 @@ impl Inner {
             }
         }
         let active_bytes = self.published.read().active.bytes();
-        if active_bytes >= self.sigma_bytes || logged >= LOG_CHECKPOINT_SIGMAS * self.sigma_bytes
-        {
+        if active_bytes >= self.sigma_bytes || logged >= LOG_CHECKPOINT_SIGMAS * self.sigma_bytes {
             let mut work = self.work.lock();
             self.rotate(&mut work)?;
         }
@@ -109,14 +106,27 @@ impl Inner {
             return;
         }
         let frozen = std::mem::replace(&mut published.active, Arc::new(Memtable::new()));
-        published.version =
-            Arc::new(Version { stree: published.version.stree.clone(), frozen: Some(frozen.clone()) });
+        published.version = Arc::new(Version {
+            stree: published.version.stree.clone(),
+            frozen: Some(frozen.clone()),
+        });
         drop(published);
         // Under the exclusive gate every record appended is applied: the frozen memtable
         // holds exactly the records up to here (since the previous freeze).
         work.frozen_seq = self.log.as_ref().map_or(0, |l| l.next_seq().saturating_sub(1));
         self.counters.logged_bytes.store(0, Ordering::Relaxed);
         self.start_job(work, frozen);
+    }
+
+    /// Splits any s-node with more than `f` children (left by a crash), before anything else.
+    pub fn repair(&self, work: &mut Work) -> Result<()> {
+        let overfull = work.tree.nodes.values().any(|n| n.children.len() > self.fanout);
+        if overfull {
+            work.job = Some(FlushJob::repair(self.sigma_bytes, self.fanout, self.context.clone()));
+            self.counters.job_active.store(true, Ordering::Release);
+            self.finish(work)?;
+        }
+        Ok(())
     }
 
     fn start_job(&self, work: &mut Work, frozen: Arc<Memtable>) {
@@ -173,7 +183,7 @@ impl Inner {
 
     fn job_failed(&self, work: &mut Work, e: Error) -> Error {
         let job = work.job.take().expect("a job failed");
-        let frozen = job.frozen().clone();
+        let frozen = job.frozen().cloned();
         job.abandon();
         self.counters.job_active.store(false, Ordering::Release);
         let version = self.published.read().version.clone();
@@ -184,7 +194,7 @@ impl Inner {
             dtree.remove_when_unused();
         }
         work.tree = (*version.stree).clone();
-        if version.frozen.is_some() {
+        if let Some(frozen) = frozen.filter(|_| version.frozen.is_some()) {
             work.restart = Some(frozen);
             self.counters.restart_pending.store(true, Ordering::Release);
         }
@@ -227,7 +237,8 @@ impl Inner {
             log.truncate(flushed_seq)?;
         }
         if self.options.verify_each_flush {
-            crate::verify::verify_tree(&work.tree, self.fanout, self.sigma_bytes, true)?;
+            // Mid-job an s-node may have one child too many until the unwinding splits it.
+            crate::verify::verify_tree(&work.tree, self.fanout, self.sigma_bytes, 1)?;
         }
         Ok(pages)
     }

@@ -24,7 +24,9 @@ impl Inner {
         self.admit(true)?;
         let bytes = entry_bytes(key.len(), Some(value.len()));
         self.apply(LogOp::Put { key, value }, |m| m.apply(key, Some(value.to_vec())))?;
-        self.counters.user_bytes_written.fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed);
+        self.counters
+            .user_bytes_written
+            .fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed);
         self.finish_write(bytes)
     }
 
@@ -105,9 +107,7 @@ impl Inner {
             })
             .collect();
         self.apply(LogOp::Batch(batch), |m| m.apply_all(entries))?;
-        self.counters
-            .user_bytes_written
-            .fetch_add(batch.payload_bytes() as u64, Ordering::Relaxed);
+        self.counters.user_bytes_written.fetch_add(batch.payload_bytes() as u64, Ordering::Relaxed);
         self.finish_write(bytes)
     }
 

@@ -67,7 +67,8 @@ enum Stage {
 /// One HandleFullSNode cascade, from a frozen root d-tree down to the leaves and back up.
 #[derive(Debug)]
 pub struct FlushJob {
-    frozen: Arc<Memtable>,
+    /// The root's full d-tree (`None`: a repair job, which only splits overfull s-nodes).
+    frozen: Option<Arc<Memtable>>,
     sigma_bytes: u64,
     fanout: usize,
     context: WriterContext,
@@ -116,23 +117,37 @@ impl FlushJob {
         context: WriterContext,
     ) -> FlushJob {
         assert!(fanout >= 3 && sigma_bytes > 0);
-        FlushJob { frozen, sigma_bytes, fanout, context, path: Vec::new(), stage: Stage::Start }
+        FlushJob {
+            frozen: Some(frozen),
+            sigma_bytes,
+            fanout,
+            context,
+            path: Vec::new(),
+            stage: Stage::Start,
+        }
     }
 
-    /// The frozen memtable it flushes.
-    pub fn frozen(&self) -> &Arc<Memtable> {
-        &self.frozen
+    /// A job that only splits the s-nodes with more than `f` children: what a crash between
+    /// a split and its parent's split leaves, repaired at open.
+    pub fn repair(sigma_bytes: u64, fanout: usize, context: WriterContext) -> FlushJob {
+        FlushJob {
+            frozen: None,
+            sigma_bytes,
+            fanout,
+            context,
+            path: Vec::new(),
+            stage: Stage::Unwind,
+        }
+    }
+
+    /// The frozen memtable it flushes (`None`: a repair job).
+    pub fn frozen(&self) -> Option<&Arc<Memtable>> {
+        self.frozen.as_ref()
     }
 
     /// Whether the cascade is over.
     pub fn is_done(&self) -> bool {
         matches!(self.stage, Stage::Done)
-    }
-
-    /// Whether the frozen memtable is still (partly) unflushed.
-    pub fn root_pending(&self) -> bool {
-        matches!(self.stage, Stage::Start)
-            || matches!(&self.stage, Stage::Flush { node, .. } if self.path.first() == Some(node) && self.path.len() == 1)
     }
 
     /// Removes the files of the work in progress (closing, or after a failure).
@@ -173,7 +188,7 @@ impl FlushJob {
                         stepped.pages += t.step(budget)?;
                     }
                     if task.as_ref().is_none_or(Rewrite::is_done) {
-                        self.split_internal(tree, &mut stepped, node, task);
+                        Self::split_internal(tree, &mut stepped, node, task);
                         Stage::Unwind
                     } else {
                         Stage::SplitInternal { node, task }
@@ -218,8 +233,9 @@ impl FlushJob {
                 }
                 let (low, high) = node.child_range(child);
                 let (mut newer, newer_entries_max) = if is_root {
-                    let frozen = self.frozen.clone();
-                    (Source::memtable(frozen, low, high), self.frozen.len() as u64)
+                    let frozen = self.frozen.clone().expect("a flush job has a frozen memtable");
+                    let entries = frozen.len() as u64;
+                    (Source::memtable(frozen, low, high), entries)
                 } else {
                     let source = Source::dtrees(part(node), low, high, Some(budget_left));
                     (source, node.live_entries)
@@ -266,7 +282,12 @@ impl FlushJob {
             }
         }
         stepped.event = Event::TreeChanged;
-        Ok(Stage::Flush { node: node_id, child: child + 1, moved_bytes: moved_bytes + yielded_bytes, task: None })
+        Ok(Stage::Flush {
+            node: node_id,
+            child: child + 1,
+            moved_bytes: moved_bytes + yielded_bytes,
+            task: None,
+        })
     }
 
     /// Single recursive call (section 5.1): on the largest child only, if oversized.
@@ -313,32 +334,43 @@ impl FlushJob {
         p.children.insert(i + 1, sibling);
     }
 
-    /// Bottom-up: split each s-node on the path with more than `f` children.
+    /// Bottom-up: split the deepest s-node with more than `f` children (after a leaf split
+    /// only the path can be overfull; after a crash, any node, so the whole s-tree is
+    /// searched: it is small).
     fn unwind(&mut self, tree: &STree) -> Stage {
-        while let Some(&node) = self.path.last() {
-            let n = tree.node(node);
-            if n.children.len() > self.fanout {
-                let median = n.keys[n.keys.len() / 2].clone();
-                let task = n.dtree.as_ref().map(|_| {
-                    Rewrite::new(
-                        None,
-                        Source::dtrees(part(n), None, None, None),
-                        false,
-                        Split::AtKey(median),
-                        self.context.clone(),
-                        n.live_entries,
-                    )
-                });
-                return Stage::SplitInternal { node, task };
+        let mut overfull: Option<(usize, NodeId)> = None;
+        let mut level = vec![tree.root];
+        let mut depth = 0;
+        while !level.is_empty() {
+            let mut next = Vec::new();
+            for &id in &level {
+                let n = tree.node(id);
+                if n.children.len() > self.fanout {
+                    overfull = Some((depth, id));
+                }
+                next.extend_from_slice(&n.children);
             }
-            self.path.pop();
+            level = next;
+            depth += 1;
         }
-        Stage::Done
+        let Some((_, node)) = overfull else { return Stage::Done };
+        let n = tree.node(node);
+        let median = n.keys[n.keys.len() / 2].clone();
+        let task = n.dtree.as_ref().map(|_| {
+            Rewrite::new(
+                None,
+                Source::dtrees(part(n), None, None, None),
+                false,
+                Split::AtKey(median),
+                self.context.clone(),
+                n.live_entries,
+            )
+        });
+        Stage::SplitInternal { node, task }
     }
 
     /// SNodeSplit of an internal s-node at its median s-key.
     fn split_internal(
-        &mut self,
         tree: &mut STree,
         stepped: &mut Stepped,
         node: NodeId,
@@ -367,9 +399,8 @@ impl FlushJob {
         s.keys = right_keys;
         s.children = right_children;
         s.set_dtree(right.dtree, right.bytes, right.entries);
-        self.path.pop();
-        match self.path.last() {
-            Some(&parent) => {
+        match tree.parent_of(node) {
+            Some((parent, _)) => {
                 let p = tree.node_mut(parent);
                 let i = p.children.iter().position(|&c| c == node).expect("a child");
                 p.keys.insert(i, median);

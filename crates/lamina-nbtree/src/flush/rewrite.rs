@@ -108,7 +108,8 @@ impl Rewrite {
 
     /// Pages written so far.
     pub fn pages(&self) -> u64 {
-        self.retired_pages + self.writers.iter().flatten().map(DTreeWriter::pages_written).sum::<u64>()
+        self.retired_pages
+            + self.writers.iter().flatten().map(DTreeWriter::pages_written).sum::<u64>()
     }
 
     /// Whether every output is written, synced and open.

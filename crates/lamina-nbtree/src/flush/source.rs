@@ -30,7 +30,12 @@ pub struct DTreePart {
 
 #[derive(Debug)]
 enum Kind {
-    Memtable { table: Arc<Memtable>, next: Bound<Vec<u8>>, buffer: VecDeque<Item>, done: bool },
+    Memtable {
+        table: Arc<Memtable>,
+        next: Bound<Vec<u8>>,
+        buffer: VecDeque<Item>,
+        done: bool,
+    },
     DTrees {
         parts: VecDeque<DTreePart>,
         low: Option<Vec<u8>>,
