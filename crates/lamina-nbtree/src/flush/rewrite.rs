@@ -174,21 +174,27 @@ impl Rewrite {
     }
 
     fn next_merged(&mut self) -> Result<Option<Item>> {
+        use std::cmp::Ordering::{Equal, Greater, Less};
         loop {
-            let newer_key = match &mut self.newer {
-                Some(n) => n.peek()?.map(|(k, _)| k.clone()),
+            // Compare the heads in place (no key copies: this runs once per entry moved).
+            let newer = match &mut self.newer {
+                Some(n) => n.peek()?,
                 None => None,
             };
-            let older_key = self.older.peek()?.map(|(k, _)| k.clone());
-            let item = match (newer_key, older_key) {
+            let older = self.older.peek()?;
+            let order = match (newer, older) {
                 (None, None) => return Ok(None),
-                (Some(n), Some(o)) if n == o => {
+                (Some(_), None) => Less,
+                (None, Some(_)) => Greater,
+                (Some((n, _)), Some((o, _))) => n.cmp(o),
+            };
+            let item = match order {
+                Equal => {
                     self.older.next_item()?; // shadowed by the newer entry
                     self.newer.as_mut().expect("peeked").next_item()?
                 }
-                (Some(n), Some(o)) if n < o => self.newer.as_mut().expect("peeked").next_item()?,
-                (Some(_), None) => self.newer.as_mut().expect("peeked").next_item()?,
-                _ => self.older.next_item()?,
+                Less => self.newer.as_mut().expect("peeked").next_item()?,
+                Greater => self.older.next_item()?,
             };
             let item = item.expect("peeked");
             if self.drop_deletes && item.1.is_none() {

@@ -59,7 +59,8 @@ pub struct Source {
     pub yielded_bytes: u64,
     /// Entries yielded.
     pub yielded_entries: u64,
-    /// The last key yielded.
+    /// The last key yielded (kept only by a stream with a byte budget: a flush of a
+    /// non-root s-node remembers it for lazy removal).
     pub last_key: Option<Vec<u8>>,
 }
 
@@ -121,8 +122,8 @@ impl Source {
             self.yielded_entries += 1;
             if let Some(left) = &mut self.bytes_left {
                 *left = left.saturating_sub(bytes);
+                self.last_key = Some(key.clone());
             }
-            self.last_key = Some(key.clone());
         }
         Ok(item)
     }
