@@ -197,6 +197,7 @@ impl NbTree {
         self.inner.check_open()?;
         let mut work = self.inner.work.lock();
         self.inner.finish(&mut work)?;
+        self.inner.check_open()?;
         self.inner.freeze(&mut work);
         self.inner.finish(&mut work)
     }

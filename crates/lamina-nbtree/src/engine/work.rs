@@ -37,6 +37,9 @@ impl Inner {
     /// After a modification of `bytes` to the active memtable: grants the job its credit,
     /// does or helps with the work the schedule asks, and freezes a full active memtable.
     pub fn after_write(&self, bytes: u64) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(()); // closing abandons the job; the log holds this write
+        }
         let c = &self.counters;
         let logged = c.logged_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
         if c.job_active.load(Ordering::Acquire) {
@@ -84,13 +87,16 @@ impl Inner {
             self.counters.stalls.fetch_add(1, Ordering::Relaxed);
             self.finish(work)?;
         }
-        self.freeze(work);
+        if !self.closed.load(Ordering::Acquire) {
+            self.freeze(work);
+        }
         Ok(())
     }
 
     /// Runs the job in progress (or restarts a failed one) to its end.
     pub fn finish(&self, work: &mut Work) -> Result<()> {
-        while work.job.is_some() || work.restart.is_some() {
+        while (work.job.is_some() || work.restart.is_some()) && !self.closed.load(Ordering::Acquire)
+        {
             self.run(work, u64::MAX / 2)?;
         }
         Ok(())
@@ -152,6 +158,9 @@ impl Inner {
     /// one; a full disk leaves the frozen memtable to be flushed again by a later write,
     /// anything else makes the tree refuse every later call.
     pub fn run(&self, work: &mut Work, pages: u64) -> Result<u64> {
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(0);
+        }
         if work.job.is_none()
             && let Some(frozen) = work.restart.take()
         {
