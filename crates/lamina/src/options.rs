@@ -313,7 +313,7 @@ mod tests {
         assert_eq!(mapped.fanout, lamina_nbtree::options::FANOUT_DEFAULT);
         for (budget, sigma) in [
             (MEMORY_BUDGET_BYTES_MIN, (MEMORY_BUDGET_BYTES_MIN / 2).max(SIGMA_BYTES_MIN)),
-            (2 * SIGMA_BYTES_MIN + 2, SIGMA_BYTES_MIN + 1),
+            (MEMORY_BUDGET_BYTES_MIN + 2, MEMORY_BUDGET_BYTES_MIN / 2 + 1),
             (MEMORY_BUDGET_BYTES_MAX, SIGMA_BYTES_MAX),
         ] {
             let options = Options { memory_budget_bytes: budget, ..nbtree };
