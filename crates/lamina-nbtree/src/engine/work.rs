@@ -27,6 +27,9 @@ use crate::persist::manifest_of;
 pub const BACKGROUND_STEP_PAGES: u64 = 64;
 /// How far (pages) the background job may fall behind its credit before writers help.
 pub const HELP_SLACK_PAGES: u64 = 256;
+/// Most pages one write helps with (`Deamortization::Background`): help is bounded; a job
+/// still behind when the next root d-tree fills is finished by the writer that fills it.
+pub const HELP_PAGES_MAX: u64 = 16;
 /// Log bytes after which the active memtable is frozen even if it holds less than sigma
 /// (overwrites of few keys), as a multiple of sigma: bounds the log and its replay.
 pub const LOG_CHECKPOINT_SIGMAS: u64 = 4;
@@ -53,7 +56,9 @@ impl Inner {
             let owed = (credit / MICRO).saturating_sub(c.job_pages.load(Ordering::Relaxed));
             let help = match self.options.deamortization {
                 Deamortization::Foreground => owed,
-                Deamortization::Background => owed.saturating_sub(HELP_SLACK_PAGES),
+                Deamortization::Background => {
+                    owed.saturating_sub(HELP_SLACK_PAGES).min(HELP_PAGES_MAX)
+                }
             };
             if help > 0 {
                 let mut work = self.work.lock();
@@ -144,6 +149,14 @@ impl Inner {
             u64::from(self.options.bloom_bits_per_key),
         );
         let c = &self.counters;
+        // The background schedule follows what jobs really write (the previous job's pages,
+        // with a margin) rather than the worst case, so writers help only when the thread
+        // is truly behind; the foreground schedule is the bound itself (section 5.1).
+        let last = c.job_pages.load(Ordering::Relaxed);
+        let bound = match self.options.deamortization {
+            Deamortization::Background if last > 0 => bound.min(last + last / 2),
+            _ => bound,
+        };
         c.job_pages.store(0, Ordering::Relaxed);
         c.job_credit_micropages.store(0, Ordering::Relaxed);
         c.job_bound_pages.store(bound, Ordering::Relaxed);
