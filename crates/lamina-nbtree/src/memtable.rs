@@ -42,14 +42,13 @@ impl Memtable {
     /// Inserts `key`'s newest entry (a put, or a delete: `None`).
     pub fn apply(&self, key: &[u8], slot: Slot) {
         let (bytes, memory) = costs(key, &slot);
+        let key_owned = key.to_vec(); // allocated outside the lock
         let mut map = self.map.write();
-        if let Some(old) = map.get_mut(key) {
-            let (old_bytes, old_memory) = costs(key, old);
-            *old = slot;
+        // One search: most puts add a new key.
+        if let Some(old) = map.insert(key_owned, slot) {
+            let (old_bytes, old_memory) = costs(key, &old);
             self.bytes.fetch_sub(old_bytes, Ordering::Relaxed);
             self.memory_bytes.fetch_sub(old_memory, Ordering::Relaxed);
-        } else {
-            map.insert(key.to_vec(), slot);
         }
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
         self.memory_bytes.fetch_add(memory, Ordering::Relaxed);

@@ -149,13 +149,12 @@ impl Inner {
             u64::from(self.options.bloom_bits_per_key),
         );
         let c = &self.counters;
-        // The background schedule follows what jobs really write (the previous job's pages,
-        // with a margin) rather than the worst case, so writers help only when the thread
-        // is truly behind; the foreground schedule is the bound itself (section 5.1).
-        let last = c.job_pages.load(Ordering::Relaxed);
+        // The background schedule assumes full leaves (half the bound's node pages): the
+        // bound's worst case would have writers help long before the thread needs it; the
+        // foreground schedule is the bound itself (section 5.1).
         let bound = match self.options.deamortization {
-            Deamortization::Background if last > 0 => bound.min(last + last / 2),
-            _ => bound,
+            Deamortization::Background => bound / 2,
+            Deamortization::Foreground => bound,
         };
         c.job_pages.store(0, Ordering::Relaxed);
         c.job_credit_micropages.store(0, Ordering::Relaxed);
