@@ -29,6 +29,8 @@ use crate::options::{BLOOM_BITS_PER_KEY_MAX, PAGE_BYTES_MAX, PAGE_BYTES_MIN};
 
 /// Longest encoded child of an internal node (largest key, two 10-byte varints).
 const CHILD_BYTES_MAX: usize = 2 + KEY_BYTES_MAX + 10 + 10;
+/// Bytes after which the written part of a d-tree is handed to writeback (1 MiB).
+const WRITEBACK_BYTES: u64 = 1 << 20;
 
 /// Most pages of a leaf with `page_bytes` pages: one page, or the pages of a leaf holding
 /// the largest entry alone.
@@ -338,6 +340,15 @@ impl DTreeWriter {
         let written = self.file.write_all_at(offset, &self.pending[self.pending_written..end]);
         self.failed = written.is_err();
         written?;
+        // Start writeback of every whole MiB written (RocksDB's `bytes_per_sync`), so the
+        // sync that ends the d-tree does not wait for the whole file at once.
+        let page_bytes = u64::from(self.params.page_bytes);
+        let before = offset / WRITEBACK_BYTES;
+        let after = (offset + pages * page_bytes) / WRITEBACK_BYTES;
+        if after > before {
+            self.file
+                .start_writeback(before * WRITEBACK_BYTES, (after - before) * WRITEBACK_BYTES)?;
+        }
         self.pages_written += pages;
         self.pending_written = end;
         if self.pending_written == self.pending.len() {

@@ -61,8 +61,15 @@ impl Inner {
                 }
             };
             if help > 0 {
-                let mut work = self.work.lock();
-                let done = self.run(&mut work, help)?;
+                let done = match self.options.deamortization {
+                    Deamortization::Foreground => self.run(&mut self.work.lock(), help)?,
+                    // Never wait to help: if the thread holds the work (it may be syncing
+                    // a d-tree), it is making progress already.
+                    Deamortization::Background => match self.work.try_lock() {
+                        Some(mut work) => self.run(&mut work, help)?,
+                        None => 0,
+                    },
+                };
                 if self.options.deamortization == Deamortization::Background {
                     c.helped_pages.fetch_add(done, Ordering::Relaxed);
                 }
