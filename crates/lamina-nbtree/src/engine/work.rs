@@ -24,7 +24,7 @@ use crate::options::Deamortization;
 use crate::persist::manifest_of;
 
 /// Pages the background thread writes per step (it releases the work lock between steps).
-pub const BACKGROUND_STEP_PAGES: u64 = 64;
+pub const BACKGROUND_STEP_PAGES: u64 = 32;
 /// How far (pages) the background job may fall behind its credit before writers help.
 pub const HELP_SLACK_PAGES: u64 = 256;
 /// Most pages one write helps with (`Deamortization::Background`): help is bounded; a job
@@ -61,15 +61,8 @@ impl Inner {
                 }
             };
             if help > 0 {
-                let done = match self.options.deamortization {
-                    Deamortization::Foreground => self.run(&mut self.work.lock(), help)?,
-                    // Never wait to help: if the thread holds the work (it may be syncing
-                    // a d-tree), it is making progress already.
-                    Deamortization::Background => match self.work.try_lock() {
-                        Some(mut work) => self.run(&mut work, help)?,
-                        None => 0,
-                    },
-                };
+                // Behind schedule: wait for the thread's step (bounded) and help.
+                let done = self.run(&mut self.work.lock(), help)?;
                 if self.options.deamortization == Deamortization::Background {
                     c.helped_pages.fetch_add(done, Ordering::Relaxed);
                 }
