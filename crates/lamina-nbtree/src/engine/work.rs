@@ -30,6 +30,8 @@ pub const HELP_SLACK_PAGES: u64 = 256;
 /// Most pages one write helps with (`Deamortization::Background`): help is bounded; a job
 /// still behind when the next root d-tree fills is finished by the writer that fills it.
 pub const HELP_PAGES_MAX: u64 = 16;
+/// How long a write behind schedule pauses when the thread holds the work.
+pub const HELP_PAUSE: std::time::Duration = std::time::Duration::from_micros(100);
 /// Log bytes after which the active memtable is frozen even if it holds less than sigma
 /// (overwrites of few keys), as a multiple of sigma: bounds the log and its replay.
 pub const LOG_CHECKPOINT_SIGMAS: u64 = 4;
@@ -61,8 +63,19 @@ impl Inner {
                 }
             };
             if help > 0 {
-                // Behind schedule: wait for the thread's step (bounded) and help.
-                let done = self.run(&mut self.work.lock(), help)?;
+                let done = match self.options.deamortization {
+                    Deamortization::Foreground => self.run(&mut self.work.lock(), help)?,
+                    // Behind schedule: help if the work is free; if the thread holds it (it
+                    // may be waiting for a sync), give it the processor for a moment rather
+                    // than wait behind the sync.
+                    Deamortization::Background => match self.work.try_lock() {
+                        Some(mut work) => self.run(&mut work, help)?,
+                        None => {
+                            std::thread::sleep(HELP_PAUSE);
+                            0
+                        }
+                    },
+                };
                 if self.options.deamortization == Deamortization::Background {
                     c.helped_pages.fetch_add(done, Ordering::Relaxed);
                 }
