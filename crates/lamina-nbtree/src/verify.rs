@@ -18,8 +18,9 @@ use crate::stree::{NodeId, STree};
 /// their node's range, fanout bounds (section 3.1.1), all leaves at one depth, the root
 /// without an on-disk d-tree, lazy-removal pointers within range.
 ///
-/// `children_slack` children beyond `f` are tolerated (1 in the middle of a job, and in a
-/// committed state a crash left, which opening repairs; 0 otherwise).
+/// `children_slack` children beyond `f`, and as many below `ceil(f / 2)`, are tolerated (1
+/// in the middle of a job, and in a committed state a crash left, which opening repairs;
+/// 0 otherwise).
 pub fn check_structure(
     tree: &STree,
     fanout: usize,
@@ -53,7 +54,7 @@ pub fn check_structure(
                 return Err(format!("leaf s-node {id} is at depth {depth}, others deeper"));
             }
         } else {
-            let min = if id == tree.root { 1 } else { fanout.div_ceil(2) };
+            let min = if id == tree.root { 1 } else { fanout.div_ceil(2) - children_slack };
             let max = fanout + children_slack;
             if n.children.len() > max || n.children.len() < min {
                 return Err(format!(
@@ -151,6 +152,19 @@ pub fn verify_tree(
             }
         } else if n.live_entries != 0 {
             return Err(broken(format!("s-node {id} records entries but has no d-tree")));
+        }
+        if sizes_bounded && n.children.len() >= 2 {
+            let floor = crate::flush::underflow::leaf_underfull_bytes(sigma_bytes);
+            for &c in &n.children {
+                let child = tree.node(c);
+                if child.is_leaf() && child.live_bytes < floor {
+                    return Err(broken(format!(
+                        "leaf s-node {c} holds {} bytes, below sigma / 4 = {floor}, beside a \
+                         sibling (it should have been merged)",
+                        child.live_bytes
+                    )));
+                }
+            }
         }
         if sizes_bounded && !n.is_leaf() {
             let siblings: u64 = n.children.iter().map(|&c| tree.node(c).live_bytes).sum();

@@ -142,10 +142,15 @@ impl Inner {
         self.start_job(work, frozen);
     }
 
-    /// Splits any s-node with more than `f` children (left by a crash), before anything else.
+    /// Splits overfull and merges underfull s-nodes a crash left between the steps of a
+    /// job, before anything else.
     pub fn repair(&self, work: &mut Work) -> Result<()> {
-        let overfull = work.tree.nodes.values().any(|n| n.children.len() > self.fanout);
-        if overfull {
+        let tree = &work.tree;
+        let overfull = tree.nodes.values().any(|n| n.children.len() > self.fanout);
+        let underfull = crate::flush::underflow::find(tree, self.fanout, self.sigma_bytes)
+            .is_some()
+            || crate::flush::underflow::collapsible_root(tree).is_some();
+        if overfull || underfull {
             work.job = Some(FlushJob::repair(self.sigma_bytes, self.fanout, self.context.clone()));
             self.counters.job_active.store(true, Ordering::Release);
             self.finish(work)?;

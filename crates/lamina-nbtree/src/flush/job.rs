@@ -26,6 +26,7 @@ use lamina_core::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 
 use super::rewrite::{Rewrite, Split, WriterContext};
 use super::source::{DTreePart, Source};
+use super::underflow;
 use crate::dtree::DTree;
 use crate::entry::entry_bytes;
 use crate::memtable::Memtable;
@@ -61,6 +62,7 @@ enum Stage {
     SplitLeaf { leaf: NodeId, task: Rewrite },
     Unwind,
     SplitInternal { node: NodeId, task: Option<Rewrite> },
+    MergeSiblings { underflow: underflow::Underflow, task: Rewrite },
     Done,
 }
 
@@ -74,6 +76,9 @@ pub struct FlushJob {
     context: WriterContext,
     path: Vec<NodeId>,
     stage: Stage,
+    /// An s-node flushed whole (no sigma limit): the root's single internal child, so that
+    /// it owns no d-tree and can become the root.
+    flush_all: Option<NodeId>,
 }
 
 /// An upper bound on the d-tree pages one job writes, for a tree of `levels` s-node levels
@@ -124,11 +129,12 @@ impl FlushJob {
             context,
             path: Vec::new(),
             stage: Stage::Start,
+            flush_all: None,
         }
     }
 
-    /// A job that only splits the s-nodes with more than `f` children: what a crash between
-    /// a split and its parent's split leaves, repaired at open.
+    /// A job that only splits overfull s-nodes and merges underfull ones: what a crash
+    /// between a split (or merge) and its parent's leaves, repaired at open.
     pub fn repair(sigma_bytes: u64, fanout: usize, context: WriterContext) -> FlushJob {
         FlushJob {
             frozen: None,
@@ -137,6 +143,7 @@ impl FlushJob {
             context,
             path: Vec::new(),
             stage: Stage::Unwind,
+            flush_all: None,
         }
     }
 
@@ -155,7 +162,8 @@ impl FlushJob {
         match self.stage {
             Stage::Flush { task: Some(t), .. }
             | Stage::SplitLeaf { task: t, .. }
-            | Stage::SplitInternal { task: Some(t), .. } => t.abandon(),
+            | Stage::SplitInternal { task: Some(t), .. }
+            | Stage::MergeSiblings { task: t, .. } => t.abandon(),
             _ => {}
         }
     }
@@ -182,7 +190,19 @@ impl FlushJob {
                         Stage::SplitLeaf { leaf, task }
                     }
                 }
-                Stage::Unwind => self.unwind(tree),
+                Stage::Unwind => {
+                    if let Some(child) = underflow::collapsible_root(tree) {
+                        // The root's single internal child becomes the root (section 3.2.2,
+                        // B-tree deletes).
+                        let old = tree.root;
+                        tree.root = child;
+                        tree.nodes.remove(&old);
+                        stepped.event = Event::TreeChanged;
+                        Stage::Unwind
+                    } else {
+                        self.unwind(tree)
+                    }
+                }
                 Stage::SplitInternal { node, mut task } => {
                     if let Some(t) = &mut task {
                         stepped.pages += t.step(budget)?;
@@ -192,6 +212,17 @@ impl FlushJob {
                         Stage::Unwind
                     } else {
                         Stage::SplitInternal { node, task }
+                    }
+                }
+                Stage::MergeSiblings { underflow, mut task } => {
+                    stepped.pages += task.step(budget)?;
+                    if task.is_done() {
+                        let obsolete = underflow::apply(tree, underflow, task.into_outputs());
+                        stepped.obsolete.extend(obsolete);
+                        stepped.event = Event::TreeChanged;
+                        Stage::Unwind
+                    } else {
+                        Stage::MergeSiblings { underflow, task }
                     }
                 }
                 Stage::Done => Stage::Done,
@@ -224,7 +255,9 @@ impl FlushJob {
             Some(t) => t,
             None => loop {
                 let node = tree.node(node_id);
-                let budget_left = self.sigma_bytes.saturating_sub(moved_bytes);
+                let limit =
+                    if self.flush_all == Some(node_id) { u64::MAX } else { self.sigma_bytes };
+                let budget_left = limit.saturating_sub(moved_bytes);
                 if child >= node.children.len() || (!is_root && budget_left == 0) {
                     if is_root {
                         stepped.event = Event::RootFlushed;
@@ -353,7 +386,23 @@ impl FlushJob {
             level = next;
             depth += 1;
         }
-        let Some((_, node)) = overfull else { return Stage::Done };
+        let Some((_, node)) = overfull else {
+            if let Some(u) = underflow::find(tree, self.fanout, self.sigma_bytes) {
+                let task =
+                    underflow::task(tree, u, self.fanout, self.sigma_bytes, self.context.clone());
+                return Stage::MergeSiblings { underflow: u, task };
+            }
+            if let Some(child) = underflow::root_child_to_empty(tree)
+                && self.flush_all != Some(child)
+            {
+                // The root's single internal child owns a d-tree: flush it whole to its
+                // children, then it can become the root.
+                self.flush_all = Some(child);
+                self.path = vec![tree.root, child];
+                return Stage::Flush { node: child, child: 0, moved_bytes: 0, task: None };
+            }
+            return Stage::Done;
+        };
         let n = tree.node(node);
         let median = n.keys[n.keys.len() / 2].clone();
         let task = n.dtree.as_ref().map(|_| {

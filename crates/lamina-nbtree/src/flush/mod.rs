@@ -4,6 +4,7 @@
 pub mod job;
 pub mod rewrite;
 pub mod source;
+pub mod underflow;
 
 pub use job::{Event, FlushJob, Stepped, work_bound_pages};
 pub use rewrite::{Output, Rewrite, Split, WriterContext};
