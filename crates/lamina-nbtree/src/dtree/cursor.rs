@@ -64,6 +64,25 @@ impl DTreeCursor {
 
     /// The next entry.
     pub fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Slot)>> {
+        self.next_with(|e| (e.key.to_vec(), e.value.map(<[u8]>::to_vec)))
+    }
+
+    /// The next entry, copied into `key` and `value` (reusing their allocations): `Some(true)`
+    /// a put, `Some(false)` a delete (`value` left empty), `None` at the end.
+    pub fn next_into(&mut self, key: &mut Vec<u8>, value: &mut Vec<u8>) -> Result<Option<bool>> {
+        self.next_with(|e| {
+            key.clear();
+            key.extend_from_slice(e.key);
+            value.clear();
+            if let Some(v) = e.value {
+                value.extend_from_slice(v);
+            }
+            e.value.is_some()
+        })
+    }
+
+    /// The next entry, passed to `f` in place.
+    fn next_with<R>(&mut self, f: impl FnOnce(LeafEntry<'_>) -> R) -> Result<Option<R>> {
         loop {
             if self.done {
                 return Ok(None);
@@ -99,7 +118,7 @@ impl DTreeCursor {
                 }
                 self.from = None;
             }
-            return Ok(Some((entry.key.to_vec(), entry.value.map(<[u8]>::to_vec))));
+            return Ok(Some(f(entry)));
         }
     }
 

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use lamina_core::Result;
 use lamina_storage::Storage;
 
-use super::source::{Item, Source};
+use super::source::Source;
 use crate::dtree::{DTree, DTreeParams, DTreeWriter};
 use crate::entry::entry_bytes;
 
@@ -59,12 +59,9 @@ pub struct Output {
     pub entries: u64,
 }
 
-/// A resumable merge into new d-trees.
+/// Where a rewrite's entries go: one or two new d-trees.
 #[derive(Debug)]
-pub struct Rewrite {
-    newer: Option<Source>,
-    older: Source,
-    drop_deletes: bool,
+struct Sink {
     split: Split,
     context: WriterContext,
     keys_max: u64,
@@ -73,6 +70,15 @@ pub struct Rewrite {
     current: usize,
     /// Pages of writers already finished.
     retired_pages: u64,
+}
+
+/// A resumable merge into new d-trees.
+#[derive(Debug)]
+pub struct Rewrite {
+    newer: Option<Source>,
+    older: Source,
+    drop_deletes: bool,
+    sink: Sink,
     merged: bool,
     done: bool,
 }
@@ -90,10 +96,7 @@ impl Rewrite {
         keys_max: u64,
     ) -> Rewrite {
         let outputs = if split == Split::None { 1 } else { 2 };
-        Rewrite {
-            newer,
-            older,
-            drop_deletes,
+        let sink = Sink {
             split,
             context,
             keys_max,
@@ -101,15 +104,14 @@ impl Rewrite {
             outputs: (0..outputs).map(|_| Output::default()).collect(),
             current: 0,
             retired_pages: 0,
-            merged: false,
-            done: false,
-        }
+        };
+        Rewrite { newer, older, drop_deletes, sink, merged: false, done: false }
     }
 
     /// Pages written so far.
     pub fn pages(&self) -> u64 {
-        self.retired_pages
-            + self.writers.iter().flatten().map(DTreeWriter::pages_written).sum::<u64>()
+        self.sink.retired_pages
+            + self.sink.writers.iter().flatten().map(DTreeWriter::pages_written).sum::<u64>()
     }
 
     /// Whether every output is written, synced and open.
@@ -128,26 +130,35 @@ impl Rewrite {
         let start = self.pages();
         while !self.merged && self.pages() - start < pages_max {
             match self.next_merged()? {
-                Some(item) => self.push(item)?,
+                Some(from_newer) => {
+                    let source = if from_newer {
+                        self.newer.as_mut().expect("a newer stream")
+                    } else {
+                        &mut self.older
+                    };
+                    let (key, slot) = source.head();
+                    push(&mut self.sink, key, slot.as_deref())?;
+                    source.advance();
+                }
                 None => self.merged = true,
             }
         }
         if self.merged {
-            for i in 0..self.writers.len() {
+            for i in 0..self.sink.writers.len() {
                 loop {
                     let spent = self.pages() - start;
                     if spent >= pages_max {
                         return Ok(spent);
                     }
-                    let Some(writer) = self.writers[i].as_mut() else { break };
+                    let Some(writer) = self.sink.writers[i].as_mut() else { break };
                     let before = writer.pages_written();
                     let finished = writer.finish_step(pages_max - spent)?;
                     let written = writer.pages_written() - before;
-                    self.context.pages_written.fetch_add(written, Ordering::Relaxed);
+                    self.sink.context.pages_written.fetch_add(written, Ordering::Relaxed);
                     if finished {
-                        let writer = self.writers[i].take().expect("checked above");
-                        self.retired_pages += writer.pages_written();
-                        self.outputs[i].dtree = Some(writer.into_dtree()?);
+                        let writer = self.sink.writers[i].take().expect("checked above");
+                        self.sink.retired_pages += writer.pages_written();
+                        self.sink.outputs[i].dtree = Some(writer.into_dtree()?);
                     }
                 }
             }
@@ -159,21 +170,24 @@ impl Rewrite {
     /// The new d-trees (once done).
     pub fn into_outputs(self) -> Vec<Output> {
         assert!(self.done);
-        self.outputs
+        self.sink.outputs
     }
 
     /// Stops: removes the files of unfinished and finished-but-uninstalled outputs.
     pub fn abandon(mut self) {
-        for writer in self.writers.iter_mut().filter_map(Option::take) {
+        for writer in self.sink.writers.iter_mut().filter_map(Option::take) {
             // An error leaves an orphan file, which recovery removes.
             let _ = writer.abandon();
         }
-        for dtree in self.outputs.iter().filter_map(|o| o.dtree.as_ref()) {
+        for dtree in self.sink.outputs.iter().filter_map(|o| o.dtree.as_ref()) {
             dtree.remove_when_unused();
         }
     }
 
-    fn next_merged(&mut self) -> Result<Option<Item>> {
+    /// Which stream holds the next entry of the merge (`true`: the newer), its head left
+    /// in place for the caller to copy; entries shadowed by a newer one, and deletes when
+    /// the output is a leaf's, are passed over.
+    fn next_merged(&mut self) -> Result<Option<bool>> {
         use std::cmp::Ordering::{Equal, Greater, Less};
         loop {
             // Compare the heads in place (no key copies: this runs once per entry moved).
@@ -182,62 +196,66 @@ impl Rewrite {
                 None => None,
             };
             let older = self.older.peek()?;
-            let order = match (newer, older) {
+            let (order, winner_is_delete) = match (newer, older) {
                 (None, None) => return Ok(None),
-                (Some(_), None) => Less,
-                (None, Some(_)) => Greater,
-                (Some((n, _)), Some((o, _))) => n.cmp(o),
-            };
-            let item = match order {
-                Equal => {
-                    self.older.next_item()?; // shadowed by the newer entry
-                    self.newer.as_mut().expect("peeked").next_item()?
+                (Some(n), None) => (Less, n.1.is_none()),
+                (None, Some(o)) => (Greater, o.1.is_none()),
+                (Some(n), Some(o)) => {
+                    let order = n.0.cmp(&o.0);
+                    (order, if order == Greater { o.1.is_none() } else { n.1.is_none() })
                 }
-                Less => self.newer.as_mut().expect("peeked").next_item()?,
-                Greater => self.older.next_item()?,
             };
-            let item = item.expect("peeked");
-            if self.drop_deletes && item.1.is_none() {
+            if order == Equal {
+                self.older.advance(); // shadowed by the newer entry
+            }
+            let from_newer = order != Greater;
+            if self.drop_deletes && winner_is_delete {
+                if from_newer {
+                    self.newer.as_mut().expect("peeked").advance();
+                } else {
+                    self.older.advance();
+                }
                 continue;
             }
-            return Ok(Some(item));
+            return Ok(Some(from_newer));
         }
     }
+}
 
-    fn push(&mut self, (key, slot): Item) -> Result<()> {
-        let bytes = entry_bytes(key.len(), slot.as_ref().map(Vec::len));
-        let target = match &self.split {
-            Split::None => 0,
-            Split::AtKey(k) => usize::from(key.as_slice() >= k.as_slice()),
-            Split::AtHalf { total_bytes } => {
-                if self.current == 0
-                    && self.outputs[0].entries > 0
-                    && self.outputs[0].bytes + bytes / 2 >= total_bytes / 2
-                {
-                    self.current = 1;
-                }
-                self.current
+/// Appends an entry to the output it belongs to (creating that output's writer at its
+/// first entry).
+fn push(sink: &mut Sink, key: &[u8], slot: Option<&[u8]>) -> Result<()> {
+    let bytes = entry_bytes(key.len(), slot.map(<[u8]>::len));
+    let target = match &sink.split {
+        Split::None => 0,
+        Split::AtKey(k) => usize::from(key >= k.as_slice()),
+        Split::AtHalf { total_bytes } => {
+            if sink.current == 0
+                && sink.outputs[0].entries > 0
+                && sink.outputs[0].bytes + bytes / 2 >= total_bytes / 2
+            {
+                sink.current = 1;
             }
-        };
-        if self.writers[target].is_none() {
-            // Outputs are written in key order: the first is finished before the second
-            // starts only at the end (both stay open; each is written sequentially).
-            let id = self.context.next_id.fetch_add(1, Ordering::Relaxed);
-            self.writers[target] = Some(DTreeWriter::create(
-                self.context.storage.clone(),
-                id,
-                self.context.params,
-                self.keys_max,
-            )?);
-            self.outputs[target].first_key = Some(key.clone());
+            sink.current
         }
-        let writer = self.writers[target].as_mut().expect("created above");
-        let before = writer.pages_written();
-        writer.push(&key, slot.as_deref())?;
-        self.context.pages_written.fetch_add(writer.pages_written() - before, Ordering::Relaxed);
-        let out = &mut self.outputs[target];
-        out.bytes += bytes;
-        out.entries += 1;
-        Ok(())
+    };
+    if sink.writers[target].is_none() {
+        // Both outputs stay open until the end; each is written sequentially.
+        let id = sink.context.next_id.fetch_add(1, Ordering::Relaxed);
+        sink.writers[target] = Some(DTreeWriter::create(
+            sink.context.storage.clone(),
+            id,
+            sink.context.params,
+            sink.keys_max,
+        )?);
+        sink.outputs[target].first_key = Some(key.to_vec());
     }
+    let writer = sink.writers[target].as_mut().expect("created above");
+    let before = writer.pages_written();
+    writer.push(key, slot)?;
+    sink.context.pages_written.fetch_add(writer.pages_written() - before, Ordering::Relaxed);
+    let out = &mut sink.outputs[target];
+    out.bytes += bytes;
+    out.entries += 1;
+    Ok(())
 }

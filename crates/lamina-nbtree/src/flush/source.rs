@@ -53,7 +53,12 @@ pub struct Source {
     high: Option<Vec<u8>>,
     /// Bytes the stream may still yield (`None`: no limit).
     bytes_left: Option<u64>,
-    peeked: Option<Item>,
+    /// The next entry (valid when `head_valid`); its buffers are reused from entry to
+    /// entry, so a merge copies each entry once, into the new d-tree's pages.
+    head: Item,
+    head_valid: bool,
+    /// A value buffer kept while the head is a delete.
+    spare_value: Vec<u8>,
     ended: bool,
     /// Bytes yielded (`entry_bytes` summed).
     pub yielded_bytes: u64,
@@ -70,7 +75,9 @@ impl Source {
             kind,
             high: high.map(<[u8]>::to_vec),
             bytes_left,
-            peeked: None,
+            head: (Vec::new(), None),
+            head_valid: false,
+            spare_value: Vec::new(),
             ended: false,
             yielded_bytes: 0,
             yielded_entries: 0,
@@ -103,36 +110,46 @@ impl Source {
 
     /// The next entry, without taking it.
     pub fn peek(&mut self) -> Result<Option<&Item>> {
-        if self.peeked.is_none() && !self.ended {
-            self.peeked = self.pull()?;
-            if self.peeked.is_none() {
-                self.ended = true;
-            }
+        if !self.head_valid && !self.ended {
+            self.head_valid = self.fill()?;
+            self.ended = !self.head_valid;
         }
-        Ok(self.peeked.as_ref())
+        Ok(self.head_valid.then_some(&self.head))
     }
 
-    /// Takes the next entry.
+    /// The entry [`Source::peek`] returned last (it must have returned one).
+    pub fn head(&self) -> &Item {
+        assert!(self.head_valid, "no entry peeked");
+        &self.head
+    }
+
+    /// Passes the entry [`Source::peek`] returned (it must have returned one).
+    pub fn advance(&mut self) {
+        assert!(self.head_valid, "no entry peeked");
+        self.head_valid = false;
+        let (key, slot) = &self.head;
+        let bytes = entry_bytes(key.len(), slot.as_ref().map(Vec::len));
+        self.yielded_bytes += bytes;
+        self.yielded_entries += 1;
+        if let Some(left) = &mut self.bytes_left {
+            *left = left.saturating_sub(bytes);
+            self.last_key.get_or_insert_with(Vec::new).clone_from(key);
+        }
+    }
+
+    /// Takes the next entry (a copy).
     pub fn next_item(&mut self) -> Result<Option<Item>> {
-        self.peek()?;
-        let item = self.peeked.take();
-        if let Some((key, slot)) = &item {
-            let bytes = entry_bytes(key.len(), slot.as_ref().map(Vec::len));
-            self.yielded_bytes += bytes;
-            self.yielded_entries += 1;
-            if let Some(left) = &mut self.bytes_left {
-                *left = left.saturating_sub(bytes);
-                self.last_key = Some(key.clone());
-            }
-        }
-        Ok(item)
+        let Some(item) = self.peek()?.cloned() else { return Ok(None) };
+        self.advance();
+        Ok(Some(item))
     }
 
-    fn pull(&mut self) -> Result<Option<Item>> {
+    /// Makes the next entry the head; false at the end.
+    fn fill(&mut self) -> Result<bool> {
         if self.bytes_left == Some(0) {
-            return Ok(None);
+            return Ok(false);
         }
-        let item = match &mut self.kind {
+        match &mut self.kind {
             Kind::Memtable { table, next, buffer, done } => {
                 if buffer.is_empty() && !*done {
                     let high = self.high.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
@@ -148,22 +165,39 @@ impl Source {
                     }
                     buffer.extend(more);
                 }
-                buffer.pop_front()
+                match buffer.pop_front() {
+                    Some(item) => self.head = item,
+                    None => return Ok(false),
+                }
             }
             Kind::DTrees { parts, low, cursor } => loop {
                 if cursor.is_none() {
-                    let Some(part) = parts.pop_front() else { break None };
+                    let Some(part) = parts.pop_front() else { return Ok(false) };
                     *cursor = Some(part_cursor(&part, low.as_deref())?);
                 }
                 let (c, skip) = cursor.as_mut().expect("set above");
-                match c.next_entry()? {
-                    Some(item) if skip.take().is_some_and(|s| s == item.0) => {}
-                    Some(item) => break Some(item),
-                    None => *cursor = None,
+                let mut value =
+                    self.head.1.take().unwrap_or_else(|| std::mem::take(&mut self.spare_value));
+                match c.next_into(&mut self.head.0, &mut value)? {
+                    Some(is_put) => {
+                        if is_put {
+                            self.head.1 = Some(value);
+                        } else {
+                            self.spare_value = value;
+                        }
+                        if skip.take().is_some_and(|s| s == self.head.0) {
+                            continue;
+                        }
+                        break;
+                    }
+                    None => {
+                        self.spare_value = value;
+                        *cursor = None;
+                    }
                 }
             },
-        };
-        Ok(item.filter(|(k, _)| self.high.as_deref().is_none_or(|h| k.as_slice() < h)))
+        }
+        Ok(self.high.as_deref().is_none_or(|h| self.head.0.as_slice() < h))
     }
 }
 
