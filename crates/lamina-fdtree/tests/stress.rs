@@ -129,6 +129,20 @@ fn long_merges_with_readers_and_writers_fc() {
     long_merges_with_readers_and_writers(FcMode::Fc);
 }
 
+/// A scan from `k` is ordered and holds every preloaded key (below `keys`) it reaches; keys
+/// at or past `keys` are the writers' fresh ones.
+fn check_scan(db: &FdTree, k: u64, keys: u64) {
+    let range =
+        KeyRange { start: std::ops::Bound::Included(k.to_be_bytes().to_vec()), ..KeyRange::all() };
+    let page = db.scan(&range, 50).unwrap();
+    assert!(page.windows(2).all(|w| w[0].0 < w[1].0), "scan out of order");
+    let preloaded = page
+        .iter()
+        .take_while(|(key, _)| u64::from_be_bytes(key[..8].try_into().unwrap()) < keys)
+        .count();
+    assert_eq!(preloaded as u64, 50.min(keys - k), "scan lost keys");
+}
+
 /// A preloaded tree of a few levels, so that the merges that reach the bottom are long;
 /// writers overwrite disjoint slices with increasing versions while readers check that every
 /// key is always present, that versions never go back, and that scans are ordered. At the
@@ -176,19 +190,7 @@ fn long_merges_with_readers_and_writers(mode: FcMode) {
                     assert!(version >= *last, "value of {k} went back");
                     *last = version;
                     if checks.is_multiple_of(100) {
-                        let start = k.to_be_bytes().to_vec();
-                        let range =
-                            KeyRange { start: std::ops::Bound::Included(start), ..KeyRange::all() };
-                        let page = db.scan(&range, 50).unwrap();
-                        assert!(page.windows(2).all(|w| w[0].0 < w[1].0), "scan out of order");
-                        // Keys at or past KEYS are the writers' fresh ones.
-                        let preloaded = page
-                            .iter()
-                            .take_while(|(key, _)| {
-                                u64::from_be_bytes(key[..8].try_into().unwrap()) < KEYS
-                            })
-                            .count();
-                        assert_eq!(preloaded as u64, 50.min(KEYS - k), "scan lost keys");
+                        check_scan(&db, k, KEYS);
                     }
                     checks += 1;
                 }

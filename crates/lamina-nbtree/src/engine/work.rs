@@ -167,11 +167,15 @@ impl Inner {
             u64::from(self.options.bloom_bits_per_key),
         );
         let c = &self.counters;
-        // The background schedule assumes full leaves (half the bound's node pages): the
-        // bound's worst case would have writers help long before the thread needs it; the
+        // The background schedule follows what jobs really write: twice the previous job's
+        // pages (a job one level deeper writes about that much more), never above the
+        // bound. The bound's worst case (half-empty pages, every sibling full) is ten times
+        // what jobs write, and would have writers pause long before the thread is behind. The
         // foreground schedule is the bound itself (section 5.1).
+        let last = c.job_pages.load(Ordering::Relaxed);
         let bound = match self.options.deamortization {
-            Deamortization::Background => bound / 2,
+            Deamortization::Background if last > 0 => bound.min(2 * last),
+            Deamortization::Background => bound / 8,
             Deamortization::Foreground => bound,
         };
         c.job_pages.store(0, Ordering::Relaxed);
