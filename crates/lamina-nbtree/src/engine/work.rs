@@ -30,6 +30,9 @@ pub const HELP_SLACK_PAGES: u64 = 256;
 /// Most pages one write helps with (`Deamortization::Background`): help is bounded; a job
 /// still behind when the next root d-tree fills is finished by the writer that fills it.
 pub const HELP_PAGES_MAX: u64 = 16;
+/// The active memtable may exceed sigma by `sigma / OVERFLOW_SIGMA_DIVISOR` while the job
+/// before it still runs (`Deamortization::Background`), its writers paced meanwhile.
+pub const OVERFLOW_SIGMA_DIVISOR: u64 = 2;
 /// How long a write behind schedule pauses when the thread holds the work.
 pub const HELP_PAUSE: std::time::Duration = std::time::Duration::from_micros(100);
 /// Log bytes after which the active memtable is frozen even if it holds less than sigma
@@ -83,6 +86,23 @@ impl Inner {
         }
         let active_bytes = self.published.read().active.bytes();
         if active_bytes >= self.sigma_bytes || logged >= LOG_CHECKPOINT_SIGMAS * self.sigma_bytes {
+            // Background: while the job is still running, the active memtable may grow a
+            // little past sigma, its writers paced (helping or pausing), before one of them
+            // must finish the job (a stall).
+            let overflow_max = self.sigma_bytes / OVERFLOW_SIGMA_DIVISOR;
+            if self.options.deamortization == Deamortization::Background
+                && c.job_active.load(Ordering::Acquire)
+                && active_bytes < self.sigma_bytes + overflow_max
+            {
+                match self.work.try_lock() {
+                    Some(mut work) => {
+                        let done = self.run(&mut work, HELP_PAGES_MAX)?;
+                        c.helped_pages.fetch_add(done, Ordering::Relaxed);
+                    }
+                    None => std::thread::sleep(HELP_PAUSE),
+                }
+                return Ok(());
+            }
             let mut work = self.work.lock();
             self.rotate(&mut work)?;
         }
