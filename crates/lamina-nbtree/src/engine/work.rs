@@ -71,13 +71,16 @@ impl Inner {
                     // Behind schedule: help if the work is free; if the thread holds it (it
                     // may be waiting for a sync), give it the processor for a moment rather
                     // than wait behind the sync.
-                    Deamortization::Background => match self.work.try_lock() {
-                        Some(mut work) => self.run(&mut work, help)?,
-                        None => {
+                    Deamortization::Background => {
+                        let done = match self.work.try_lock() {
+                            Some(mut work) => self.help(&mut work, help)?,
+                            None => 0,
+                        };
+                        if done == 0 {
                             std::thread::sleep(HELP_PAUSE);
-                            0
                         }
-                    },
+                        done
+                    }
                 };
                 if self.options.deamortization == Deamortization::Background {
                     c.helped_pages.fetch_add(done, Ordering::Relaxed);
@@ -94,12 +97,13 @@ impl Inner {
                 && c.job_active.load(Ordering::Acquire)
                 && active_bytes < self.sigma_bytes + overflow_max
             {
-                match self.work.try_lock() {
-                    Some(mut work) => {
-                        let done = self.run(&mut work, HELP_PAGES_MAX)?;
-                        c.helped_pages.fetch_add(done, Ordering::Relaxed);
-                    }
-                    None => std::thread::sleep(HELP_PAUSE),
+                let done = match self.work.try_lock() {
+                    Some(mut work) => self.help(&mut work, HELP_PAGES_MAX)?,
+                    None => 0,
+                };
+                c.helped_pages.fetch_add(done, Ordering::Relaxed);
+                if done == 0 {
+                    std::thread::sleep(HELP_PAUSE);
                 }
                 return Ok(());
             }
@@ -242,6 +246,24 @@ impl Inner {
             self.counters.job_active.store(false, Ordering::Release);
         }
         Ok(done)
+    }
+
+    /// A writer's help (`Deamortization::Background`): up to `pages` pages of entries of
+    /// the rewrite in progress, never a sync or a commit (those stay with the thread, so a
+    /// writer never waits for the device).
+    fn help(&self, work: &mut Work, pages: u64) -> Result<u64> {
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(0);
+        }
+        let Some(job) = work.job.as_mut() else { return Ok(0) };
+        match job.step_as(&mut work.tree, pages, true) {
+            Ok(stepped) => {
+                debug_assert!(stepped.event == Event::None && stepped.obsolete.is_empty());
+                self.counters.job_pages.fetch_add(stepped.pages, Ordering::Relaxed);
+                Ok(stepped.pages)
+            }
+            Err(e) => Err(self.job_failed(work, e)),
+        }
     }
 
     fn job_failed(&self, work: &mut Work, e: Error) -> Error {

@@ -168,21 +168,47 @@ impl FlushJob {
         }
     }
 
+    /// Whether the next step may sync or commit (a d-tree's tail, or a change of the
+    /// s-tree): a helping writer leaves those steps to the background thread.
+    pub fn may_sync(&self) -> bool {
+        match &self.stage {
+            Stage::Flush { task: Some(t), .. }
+            | Stage::SplitLeaf { task: t, .. }
+            | Stage::SplitInternal { task: Some(t), .. }
+            | Stage::MergeSiblings { task: t, .. } => t.is_merged(),
+            _ => true,
+        }
+    }
+
     /// Does at most about `pages_max` pages of work on `tree`; returns at the first event.
     pub fn step(&mut self, tree: &mut STree, pages_max: u64) -> Result<Stepped> {
+        self.step_as(tree, pages_max, false)
+    }
+
+    /// [`FlushJob::step`]; a `helper` only writes entries of a rewrite in progress and
+    /// stops before anything that syncs or commits ([`FlushJob::may_sync`]).
+    pub fn step_as(&mut self, tree: &mut STree, pages_max: u64, helper: bool) -> Result<Stepped> {
         assert!(pages_max > 0);
+        let finish = !helper;
         let mut stepped = Stepped { pages: 0, event: Event::None, obsolete: Vec::new() };
-        while stepped.event == Event::None && stepped.pages < pages_max && !self.is_done() {
+        while stepped.event == Event::None
+            && stepped.pages < pages_max
+            && !self.is_done()
+            && !(helper && self.may_sync())
+        {
             let budget = pages_max - stepped.pages;
             let stage = std::mem::replace(&mut self.stage, Stage::Done);
             self.stage = match stage {
                 Stage::Start => self.start(tree, &mut stepped),
-                Stage::Flush { node, child, moved_bytes, task } => {
-                    self.flush(tree, &mut stepped, budget, (node, child, moved_bytes, task))?
-                }
+                Stage::Flush { node, child, moved_bytes, task } => self.flush(
+                    tree,
+                    &mut stepped,
+                    (budget, finish),
+                    (node, child, moved_bytes, task),
+                )?,
                 Stage::Choose => self.choose(tree),
                 Stage::SplitLeaf { leaf, mut task } => {
-                    stepped.pages += task.step(budget)?;
+                    stepped.pages += task.step_until(budget, finish)?;
                     if task.is_done() {
                         self.split_leaf(tree, &mut stepped, leaf, task);
                         Stage::Unwind
@@ -205,7 +231,7 @@ impl FlushJob {
                 }
                 Stage::SplitInternal { node, mut task } => {
                     if let Some(t) = &mut task {
-                        stepped.pages += t.step(budget)?;
+                        stepped.pages += t.step_until(budget, finish)?;
                     }
                     if task.as_ref().is_none_or(Rewrite::is_done) {
                         Self::split_internal(tree, &mut stepped, node, task);
@@ -215,7 +241,7 @@ impl FlushJob {
                     }
                 }
                 Stage::MergeSiblings { underflow, mut task } => {
-                    stepped.pages += task.step(budget)?;
+                    stepped.pages += task.step_until(budget, finish)?;
                     if task.is_done() {
                         let obsolete = underflow::apply(tree, underflow, task.into_outputs());
                         stepped.obsolete.extend(obsolete);
@@ -247,7 +273,7 @@ impl FlushJob {
         &mut self,
         tree: &mut STree,
         stepped: &mut Stepped,
-        budget: u64,
+        (budget, finish): (u64, bool),
         (node_id, mut child, moved_bytes, task): (NodeId, usize, u64, Option<Rewrite>),
     ) -> Result<Stage> {
         let is_root = node_id == tree.root;
@@ -290,7 +316,7 @@ impl FlushJob {
                 );
             },
         };
-        stepped.pages += task.step(budget)?;
+        stepped.pages += task.step_until(budget, finish)?;
         if !task.is_done() {
             return Ok(Stage::Flush { node: node_id, child, moved_bytes, task: Some(task) });
         }

@@ -124,8 +124,19 @@ impl Rewrite {
         self.newer.as_ref()
     }
 
+    /// Whether every entry is written and only the outputs' tails (and their syncs) remain.
+    pub fn is_merged(&self) -> bool {
+        self.merged
+    }
+
     /// Writes up to about `pages_max` pages; returns the pages written.
     pub fn step(&mut self, pages_max: u64) -> Result<u64> {
+        self.step_until(pages_max, true)
+    }
+
+    /// [`Rewrite::step`], stopping before the outputs' tails unless `finish` (a writer
+    /// helping the background thread leaves the syncs to it).
+    pub fn step_until(&mut self, pages_max: u64, finish: bool) -> Result<u64> {
         assert!(pages_max > 0 && !self.done);
         let start = self.pages();
         while !self.merged && self.pages() - start < pages_max {
@@ -143,7 +154,7 @@ impl Rewrite {
                 None => self.merged = true,
             }
         }
-        if self.merged {
+        if self.merged && finish {
             for i in 0..self.sink.writers.len() {
                 loop {
                     let spent = self.pages() - start;
