@@ -89,15 +89,21 @@ impl Inner {
         }
         let active_bytes = self.published.read().active.bytes();
         if active_bytes >= self.sigma_bytes || logged >= LOG_CHECKPOINT_SIGMAS * self.sigma_bytes {
-            // Background: while the job is still running, the active memtable may grow a
-            // little past sigma, its writers paced (helping or pausing), before one of them
-            // must finish the job (a stall).
+            // Background: a writer never waits for the work lock (the thread may hold it
+            // across a commit's syncs) while the active memtable may still grow: it freezes
+            // the memtable if the lock is free and no job runs; while the job before still
+            // runs, the memtable may overflow by sigma / OVERFLOW_SIGMA_DIVISOR, its writers
+            // helping or pausing; only past that does a writer wait and finish the job (a
+            // stall).
             let overflow_max = self.sigma_bytes / OVERFLOW_SIGMA_DIVISOR;
             if self.options.deamortization == Deamortization::Background
-                && c.job_active.load(Ordering::Acquire)
                 && active_bytes < self.sigma_bytes + overflow_max
             {
                 let done = match self.work.try_lock() {
+                    Some(mut work) if work.job.is_none() && work.restart.is_none() => {
+                        self.rotate(&mut work)?;
+                        return Ok(());
+                    }
                     Some(mut work) => self.help(&mut work, HELP_PAGES_MAX)?,
                     None => 0,
                 };
