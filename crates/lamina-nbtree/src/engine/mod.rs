@@ -328,8 +328,10 @@ impl OrderedIndex for NbTree {
         stats.io = inner.storage.io_stats();
         let (active, version) = inner.snapshot();
         let frozen = version.frozen.as_ref().map_or(0, |f| f.memory_bytes());
-        stats.memory_bytes = active.memory_bytes() + frozen;
         let tree = &version.stree;
+        // The memtables, and what each d-tree holds in memory (Bloom filter, leaf index).
+        let dtrees: u64 = tree.dtrees().map(|d| d.memory_bytes()).sum();
+        stats.memory_bytes = active.memory_bytes() + frozen + dtrees;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         stats.extra = vec![
             ("s_tree_height", tree.height() as u64),
