@@ -304,13 +304,15 @@ impl WorkloadConfig {
                 ),
             ));
         }
-        if self.kind == WorkloadKind::InsertQuery && self.preload > super::INSERT_QUERY_PRELOAD_MAX
-        {
+        let keys_max = super::INSERT_QUERY_KEYS_BYTES_MAX / self.key_bytes.max(1) as u64;
+        if self.kind == WorkloadKind::InsertQuery && self.preload > keys_max {
             return Err(Error::option(
                 "preload",
                 format!(
-                    "insert-query keeps its preloaded keys in memory; --preload must be at most {}",
-                    super::INSERT_QUERY_PRELOAD_MAX
+                    "insert-query keeps its preloaded keys in memory ({} bytes at most); with \
+                     {}-byte keys --preload must be at most {keys_max}",
+                    super::INSERT_QUERY_KEYS_BYTES_MAX,
+                    self.key_bytes
                 ),
             ));
         }

@@ -59,8 +59,9 @@ impl Workload for Insert {
     }
 }
 
-/// Most preloaded keys `insert-query` remembers (32 MiB of 8-byte keys).
-pub const INSERT_QUERY_PRELOAD_MAX: u64 = 1 << 22;
+/// Most bytes of preloaded keys `insert-query` remembers (1 GiB: 134 million 8-byte keys, so
+/// the NB-tree experiment's query phases run at 10 million keys and beyond).
+pub const INSERT_QUERY_KEYS_BYTES_MAX: u64 = 1 << 30;
 
 /// The query generator: an [`Insert`] preload, then uniform lookups of its keys.
 #[derive(Debug)]
@@ -73,8 +74,8 @@ pub struct InsertQuery {
 }
 
 impl InsertQuery {
-    /// A generator for `config` (kind `insert-query`, validated: preload in
-    /// `1..=INSERT_QUERY_PRELOAD_MAX`).
+    /// A generator for `config` (kind `insert-query`, validated: a preload of at least one
+    /// key and at most [`INSERT_QUERY_KEYS_BYTES_MAX`] bytes of keys).
     pub fn new(config: &WorkloadConfig) -> Result<Self> {
         config.validate()?;
         let capacity = config.preload as usize * config.key_bytes;
@@ -154,7 +155,8 @@ mod tests {
         assert_eq!(seen.len(), 50, "uniform over all existing keys");
         let empty = WorkloadConfig { preload: 0, ..config };
         assert!(InsertQuery::new(&empty).is_err());
-        let huge = WorkloadConfig { preload: INSERT_QUERY_PRELOAD_MAX + 1, ..empty };
+        let keys_max = INSERT_QUERY_KEYS_BYTES_MAX / empty.key_bytes as u64;
+        let huge = WorkloadConfig { preload: keys_max + 1, ..empty };
         assert!(InsertQuery::new(&huge).is_err());
     }
 }

@@ -15,7 +15,7 @@ mod zipf;
 pub use config::{Mix, WorkloadConfig, WorkloadKind};
 pub use contest::Contest;
 pub use gr::{DELETE_DISTANCE_MIN, Gr};
-pub use insert::{INSERT_QUERY_PRELOAD_MAX, Insert, InsertQuery};
+pub use insert::{INSERT_QUERY_KEYS_BYTES_MAX, Insert, InsertQuery};
 pub use live_keys::LiveKeys;
 pub use ltu::Ltu;
 pub use tpcc::{Tpcc, tpcc_key, tpcc_key_parts};
