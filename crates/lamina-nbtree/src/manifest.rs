@@ -13,7 +13,7 @@
 //!     | child ids (varint)...
 //! ```
 
-use lamina_core::checksum::masked_crc32c;
+use lamina_core::checksum::{seal, sealed_len, unseal};
 use lamina_core::codec::{Decode, DecodeError, Encode, Reader, put_bytes, put_varint};
 use lamina_core::limits::KEY_BYTES_MAX;
 
@@ -93,16 +93,11 @@ fn body(m: &Manifest, out: &mut Vec<u8>) {
 
 impl Encode for Manifest {
     fn encoded_len(&self) -> usize {
-        let mut v = Vec::new();
-        body(self, &mut v);
-        v.len() + 4
+        sealed_len(|out| body(self, out))
     }
 
     fn encode_to(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        body(self, out);
-        let crc = masked_crc32c(&out[start..]);
-        out.extend_from_slice(&crc.to_le_bytes());
+        seal(out, |out| body(self, out));
     }
 }
 
@@ -117,14 +112,7 @@ fn count(r: &mut Reader<'_>, max: usize, what: &str) -> Result<usize, DecodeErro
 
 impl Decode for Manifest {
     fn decode(input: &[u8]) -> Result<Self, DecodeError> {
-        if input.len() < 4 {
-            return Err(DecodeError::new(0, "manifest shorter than its checksum"));
-        }
-        let (content, crc) = input.split_at(input.len() - 4);
-        if masked_crc32c(content) != u32::from_le_bytes(crc.try_into().expect("4 bytes")) {
-            return Err(DecodeError::new(content.len(), "manifest checksum mismatch"));
-        }
-        let mut r = Reader::new(content);
+        let mut r = Reader::new(unseal(input, "manifest")?);
         if r.u32()? != MAGIC {
             return Err(DecodeError::new(0, "not an NB-tree manifest (bad magic)"));
         }

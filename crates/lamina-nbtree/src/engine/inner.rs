@@ -35,6 +35,11 @@ use crate::stree::STree;
 /// Key stripes (a power of two).
 pub const STRIPES: usize = 1024;
 
+/// The index of `key`'s stripe.
+pub fn stripe_index(key: &[u8]) -> usize {
+    (xxhash_rust::xxh3::xxh3_64(key) as usize) & (STRIPES - 1)
+}
+
 /// What readers see of the tree, swapped whole by the flush job.
 #[derive(Debug)]
 pub struct Version {
@@ -112,15 +117,15 @@ pub struct Inner {
     pub counters: Counters,
     pub closed: AtomicBool,
     pub stop: AtomicBool,
-    /// A failure that leaves the tree unusable (every later call gets it).
-    pub failure: Mutex<Option<String>>,
+    /// A failure that leaves the tree unusable (every later call gets it). Set once; read
+    /// by every call (an atomic load).
+    pub failure: std::sync::OnceLock<String>,
 }
 
 impl Inner {
     /// The stripe of `key`.
     pub fn stripe(&self, key: &[u8]) -> &Mutex<()> {
-        let hash = xxhash_rust::xxh3::xxh3_64(key) as usize;
-        &self.stripes[hash & (STRIPES - 1)]
+        &self.stripes[stripe_index(key)]
     }
 
     /// Refuses calls after `close` or a failure.
@@ -128,13 +133,22 @@ impl Inner {
         if self.closed.load(std::sync::atomic::Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        if let Some(reason) = self.failure.lock().as_ref() {
+        if let Some(reason) = self.failure.get() {
             return Err(Error::Io {
                 context: format!("the NB-tree failed earlier and accepts nothing more: {reason}"),
                 source: std::io::Error::other("earlier failure"),
             });
         }
         Ok(())
+    }
+
+    /// Records `e` as the tree's failure unless it is a full disk (which a later call may
+    /// get past); returns it.
+    pub fn record_failure(&self, e: Error) -> Error {
+        if !matches!(e, Error::NoSpace { .. }) {
+            let _ = self.failure.set(e.to_string()); // the first failure is the one kept
+        }
+        e
     }
 
     /// A snapshot of what readers see.

@@ -167,7 +167,7 @@ impl NbTree {
             counters: Counters::default(),
             closed: std::sync::atomic::AtomicBool::new(false),
             stop: std::sync::atomic::AtomicBool::new(false),
-            failure: Mutex::new(None),
+            failure: std::sync::OnceLock::new(),
         });
         inner.counters.logged_bytes.store(replayed, Ordering::Relaxed);
         {

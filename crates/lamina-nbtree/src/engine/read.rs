@@ -112,12 +112,7 @@ fn levels(tree: &STree, low: Option<&[u8]>) -> Vec<Vec<DTreePart>> {
         let mut next = Vec::new();
         for (id, high) in &level {
             let node = tree.node(*id);
-            if let Some(dtree) = &node.dtree {
-                parts.push(DTreePart {
-                    dtree: dtree.clone(),
-                    flushed_through: node.flushed_through.clone(),
-                });
-            }
+            parts.extend(DTreePart::of(node));
             for (i, &child) in node.children.iter().enumerate() {
                 let child_high = node.keys.get(i).cloned().or_else(|| high.clone());
                 // Skip children wholly below `low`.

@@ -289,10 +289,7 @@ impl Inner {
             work.restart = Some(frozen);
             self.counters.restart_pending.store(true, Ordering::Release);
         }
-        if !matches!(e, Error::NoSpace { .. }) {
-            *self.failure.lock() = Some(e.to_string());
-        }
-        e
+        self.record_failure(e)
     }
 
     /// Commits and publishes what a step changed; returns its pages.

@@ -11,7 +11,7 @@ use lamina_core::{BatchOp, CasOutcome, DISK_BUDGET_OPTION, Error, Result, WriteB
 use lamina_storage::log::LogOp;
 use parking_lot::MutexGuard;
 
-use super::inner::{Inner, STRIPES};
+use super::inner::{Inner, stripe_index};
 use crate::entry::{Slot, entry_bytes};
 use crate::memtable::Memtable;
 
@@ -80,11 +80,7 @@ impl Inner {
     /// (readers see all of it or none), with the stripes of all its keys held.
     pub fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
         batch.validate()?;
-        let mut stripes: Vec<usize> = batch
-            .ops()
-            .iter()
-            .map(|op| (xxhash_rust::xxh3::xxh3_64(op.key()) as usize) & (STRIPES - 1))
-            .collect();
+        let mut stripes: Vec<usize> = batch.ops().iter().map(|op| stripe_index(op.key())).collect();
         stripes.sort_unstable();
         stripes.dedup();
         let _held: Vec<MutexGuard<'_, ()>> =
@@ -146,7 +142,8 @@ impl Inner {
         }
         let active = self.published.read().active.clone();
         if let Some(log) = &self.log {
-            log.append(op)?;
+            // A log that failed leaves the device in an unknown state: nothing more.
+            log.append(op).map_err(|e| self.record_failure(e))?;
         }
         apply(&active);
         drop(gate);
@@ -163,7 +160,7 @@ impl Inner {
         if self.options.durability == lamina_core::Durability::Sync
             && let Some(log) = &self.log
         {
-            log.sync()?;
+            log.sync().map_err(|e| self.record_failure(e))?;
         }
         Ok(())
     }

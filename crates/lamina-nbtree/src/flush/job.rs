@@ -107,10 +107,7 @@ pub fn work_bound_pages(
 }
 
 fn part(node: &SNode) -> Vec<DTreePart> {
-    node.dtree
-        .iter()
-        .map(|d| DTreePart { dtree: d.clone(), flushed_through: node.flushed_through.clone() })
-        .collect()
+    DTreePart::of(node).into_iter().collect()
 }
 
 impl FlushJob {

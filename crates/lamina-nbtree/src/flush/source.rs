@@ -12,6 +12,7 @@ use lamina_core::Result;
 use crate::dtree::{DTree, DTreeCursor};
 use crate::entry::{Slot, entry_bytes};
 use crate::memtable::Memtable;
+use crate::stree::SNode;
 
 /// Entries the memtable source copies per visit of the map.
 const MEMTABLE_BATCH: usize = 256;
@@ -26,6 +27,14 @@ pub struct DTreePart {
     pub dtree: Arc<DTree>,
     /// Its lazily removed prefix ends here (excluded from the part).
     pub flushed_through: Option<Vec<u8>>,
+}
+
+impl DTreePart {
+    /// The live part of `node`'s d-tree (`None`: it has no d-tree).
+    pub fn of(node: &SNode) -> Option<DTreePart> {
+        let dtree = node.dtree.clone()?;
+        Some(DTreePart { dtree, flushed_through: node.flushed_through.clone() })
+    }
 }
 
 #[derive(Debug)]

@@ -77,14 +77,7 @@ pub fn find(tree: &STree, fanout: usize, sigma_bytes: u64) -> Option<Underflow> 
 }
 
 fn parts(nodes: [&SNode; 2]) -> Vec<DTreePart> {
-    nodes
-        .iter()
-        .filter_map(|n| {
-            n.dtree
-                .as_ref()
-                .map(|d| DTreePart { dtree: d.clone(), flushed_through: n.flushed_through.clone() })
-        })
-        .collect()
+    nodes.into_iter().filter_map(DTreePart::of).collect()
 }
 
 /// The rewrite that merges `u`'s two children.
