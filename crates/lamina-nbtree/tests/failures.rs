@@ -46,7 +46,9 @@ fn workload(db: &NbTree, kind: FailKind) -> (BTreeMap<Vec<u8>, Vec<u8>>, Unknown
             Err(e) => {
                 match kind {
                     FailKind::NoSpace => assert!(matches!(e, Error::NoSpace { .. }), "{e}"),
-                    _ => assert!(matches!(e, Error::Io { .. } | Error::Corruption { .. }), "{e}"),
+                    FailKind::Eio => {
+                        assert!(matches!(e, Error::Io { .. } | Error::Corruption { .. }), "{e}");
+                    }
                 }
                 errors += 1;
                 let before = acked.get(&k).cloned();
