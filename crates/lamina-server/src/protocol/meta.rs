@@ -142,14 +142,14 @@ fn key_and_flags(
     if key.len() > KEY_BYTES_MAX {
         return Err(MetaError::BadFormat);
     }
+    // Counted first, as memcached (a flag repeated many times is "too long", not "duplicate").
+    let flags_max = META_TOKENS_MAX.saturating_sub(kind.fixed_tokens());
+    if flag_tokens.clone().nth(flags_max).is_some() {
+        return Err(MetaError::TooManyTokens);
+    }
     let mut seen: u64 = 0; // bit `letter - b'A'` for each letter seen
     let mut flags = Vec::new();
-    let mut token_count = kind.fixed_tokens();
     for token in flag_tokens {
-        token_count += 1;
-        if token_count > META_TOKENS_MAX {
-            return Err(MetaError::TooManyTokens);
-        }
         let Some((&letter, arg)) = token.split_first() else {
             continue; // tokens are never empty
         };
