@@ -19,7 +19,7 @@ pub const LINE_BYTES_MAX_DEFAULT: usize = 16 + GET_KEYS_MAX * (KEY_BYTES_MAX + 1
 /// its requests (the client must read its replies): 4 MiB.
 pub const PENDING_REPLY_BYTES_MAX_DEFAULT: usize = 4 << 20;
 /// Default time between two passes of the expired-item sweep.
-pub const SWEEP_INTERVAL_DEFAULT: Duration = Duration::from_secs(60);
+pub const SWEEP_INTERVAL_DEFAULT: Duration = Duration::from_mins(1);
 /// Default time shutdown waits for connections to finish their requests.
 pub const DRAIN_TIMEOUT_DEFAULT: Duration = Duration::from_secs(10);
 

@@ -36,7 +36,7 @@ fn meta_get_and_set() {
     c.expect("ms k 1 q\r\nq\r\nms k 1 ME q\r\nq\r\nmg missing v q\r\nmn\r\n", "NS\r\nMN\r\n");
     // Base64 keys.
     c.expect("ms AAEC 2 b\r\nhi\r\n", "HD\r\n");
-    c.expect("mg AAEC b k v\r\n", "VA 2 b kAAEC\r\nhi\r\n");
+    c.expect("mg AAEC b k v\r\n", "VA 2 kAAEC b\r\nhi\r\n");
     // T updates the TTL.
     c.expect("mg k T100 t\r\n", "HD t100\r\n");
 }
@@ -58,7 +58,7 @@ fn meta_delete_and_arith() {
     let mut c = server.client();
     c.expect("md nothing\r\n", "NF\r\n");
     c.expect("ms k 1\r\nx\r\n", "HD\r\n");
-    c.expect("md k C1\r\n", "EX\r\n");
+    c.expect("md k C999999\r\n", "EX\r\n");
     c.expect("md k q\r\nmn\r\n", "MN\r\n");
     c.expect("mg k v\r\n", "EN\r\n");
     // I marks stale: mg reports X and hands one client the win (W), later ones Z.

@@ -22,6 +22,7 @@ const TOO_LARGE: &[u8] = b"SERVER_ERROR object too large for cache\r\n";
 
 /// The outcome of a storage command, as its reply word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)] // memcached's reply words: STORED, NOT_STORED
 enum Stored {
     Stored,
     NotStored,
@@ -247,7 +248,7 @@ impl Exec<'_> {
             }
             let cas = self.cas_token(new_cas)?;
             let state = if stale { header.state | ITEM_STALE } else { header.state & !ITEM_STALE };
-            let header = ItemHeader { cas, state, ..header };
+            let header = ItemHeader { state, cas, ..header };
             let record = ItemWrite { header, data: pieces }.encode();
             Ok((Change::Write(record), StoreOutcome { outcome: Stored::Stored, cas, size }))
         })?;
