@@ -282,7 +282,7 @@ fn meta_refusals() {
         "P1", "L1",
     ]
     .iter()
-    .map(|f| format!(" {f}"))
+    .flat_map(|f| [" ", f])
     .collect();
     assert!(matches!(request(format!("mg aw=={most}\r\n").as_bytes()), Command::MetaGet { .. }));
     let many: String = (0..META_TOKENS_MAX - 1).map(|_| " v").collect();
