@@ -93,8 +93,11 @@ class ServerFactory:
         self.servers = []
 
     def new(self, start=True):
-        directory = tempfile.mkdtemp(prefix="server-", dir=self.work_dir)
-        server = support.Server(self.template, directory)
+        # The server's directory (empty) and its logs beside it, not in it.
+        base = tempfile.mkdtemp(prefix="server-", dir=self.work_dir)
+        directory = os.path.join(base, "db")
+        os.makedirs(directory)
+        server = support.Server(self.template, directory, log_dir=base)
         self.servers.append(server)
         if start:
             server.start()

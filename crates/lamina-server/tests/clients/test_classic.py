@@ -227,9 +227,11 @@ def test_flush_all_noreply(raw, keys):
 
 def test_stats(mc, raw, keys):
     before = {k.decode(): v for k, v in mc.stats().items()}
-    for name in ("pid", "uptime", "time", "version", "curr_connections", "curr_items",
-                 "total_items", "cmd_get", "cmd_set", "get_hits", "get_misses"):
-        assert name in before, f"stats has no {name}"
+    wanted = ("pid", "uptime", "time", "version", "curr_connections", "total_connections",
+              "curr_items", "total_items", "bytes", "cmd_get", "cmd_set", "get_hits",
+              "get_misses")
+    missing = [name for name in wanted if name not in before]
+    assert not missing, f"stats lacks {missing}"
     mc.set(keys("k"), b"v")
     mc.get(keys("k"))
     mc.get(keys("missing"))

@@ -56,11 +56,16 @@ def test_mg_opaque_and_key(raw, keys):
     assert code == "EN" and "O77" in tokens, "a miss echoes the opaque"
 
 
-def test_mg_hit_before_and_last_access(raw, keys):
+def test_mg_hit_before_and_last_access(server, raw, keys):
     k = keys("k")
     raw.meta(f"ms {k} 1", b"x")
     assert raw.meta(f"mg {k} h") == ("HD", ["h0"], None)
     code, tokens, _ = raw.meta(f"mg {k} h l")
+    if server.is_lamina:
+        # Deliberate (docs/server.md): tracking hits would make every read an engine write,
+        # so lamina accepts h and l and always answers h0 and l0.
+        assert (code, tokens) == ("HD", ["h0", "l0"])
+        return
     assert code == "HD" and tokens[0] == "h1"
     assert tok(tokens, "l") is not None and int(tok(tokens, "l")) >= 0
 
@@ -234,7 +239,7 @@ def test_meta_errors_keep_the_connection(raw, keys):
     assert raw.cmd(f"mg {k} zz") == b"CLIENT_ERROR invalid flag"
     assert raw.cmd(f"mg {k} v v").startswith(b"CLIENT_ERROR ")
     assert raw.cmd(f"ms {k} abc") == b"CLIENT_ERROR bad command line format"
-    assert raw.cmd("mg") == b"ERROR"
+    assert raw.cmd("mg") in (b"ERROR", b"CLIENT_ERROR bad command line format")
     # An invalid flag on ms: the data block is swallowed, not run as a command.
     raw.send(f"ms {k} 1 c1c1c1 S1\r\nx\r\nmn\r\n".encode())
     assert raw.line().startswith(b"CLIENT_ERROR ")

@@ -249,7 +249,8 @@ def run_sharding(proxy, servers, infos):
     victim_keys = sorted(held[victim])
     servers[victim].kill()
     servers[victim].start()
-    if infos[victim].is_lamina:
+    durable = infos[victim].is_lamina and "--durability sync" in servers[victim].template
+    if durable:
         found = read_back_until_deadline(proxy, victim_keys, want_values=True)
         lost = [i for i in victim_keys if found.get(i) != value_of(i)]
         assert not lost, f"{len(lost)} acknowledged keys lost by kill -9, e.g. {lost[:5]}"
@@ -258,9 +259,11 @@ def run_sharding(proxy, servers, infos):
         client.close()
         assert len(found) == KEY_COUNT and all(found[i] == value_of(i) for i in indices)
     else:
-        # memcached restarts empty: the proxy must reach it again, and new writes stick.
+        # memcached restarts empty (lamina without Sync durability may lose recent writes):
+        # the proxy must reach the server again, and new writes stick.
         found = read_back_until_deadline(proxy, victim_keys, want_values=False)
-        assert found == {}, "memcached kept nothing"
+        if not infos[victim].is_lamina:
+            assert found == {}, "memcached kept nothing"
         deadline = time.monotonic() + RECONNECT_DEADLINE_S
         while set_through(proxy, victim_keys):
             assert time.monotonic() < deadline, "writes through the proxy keep failing"

@@ -147,10 +147,15 @@ def test_memaslap_load_then_consistency(own_server, keys):
         thread.join()
     print(out)
     stats = memaslap_stats(out)
-    assert rc == 0, f"memaslap rc {rc}\nstdout:\n{out}\nstderr:\n{err}"
-    assert stats.get("cmd_get", 0) > 0 and stats.get("cmd_set", 0) > 0, out
+    # memaslap prints a line per error reply ("<fd> CLIENT_ERROR ..."): show a few.
+    error_lines = [l for l in (out + err).splitlines() if "ERROR" in l]
+    report = (f"rc {rc}; {len(error_lines)} error lines, first: {error_lines[:5]}\n"
+              f"stats: {stats}\nstderr: {err[-2000:]}")
+    assert rc == 0, report
+    assert not error_lines, report
+    assert stats.get("cmd_get", 0) > 0 and stats.get("cmd_set", 0) > 0, report
     for name in ("get_misses", "verify_misses", "verify_failed"):
-        assert stats.get(name) == 0, f"memaslap {name}: {stats.get(name)}\n{out}\n{err}"
+        assert stats.get(name) == 0, f"memaslap {name}: {report}"
     assert not errors, errors
     client = own_server.client()
     assert client.get_many(list(written)) == written
@@ -160,6 +165,11 @@ def test_memaslap_load_then_consistency(own_server, keys):
 
 def test_memslap_set_get_mget(own_server):
     """The classic memslap (set, get, multi-get runs); it reports errors on stderr."""
+    if own_server.is_lamina:
+        pytest.skip(
+            "memslap's random values reach ~5 KB, past lamina's 4 KiB item limit, and it "
+            "stops at the first SERVER_ERROR (memaslap -X sets the size instead)"
+        )
     for test in ("set", "get", "mget"):
         rc, out, err = run(
             [tool("memslap"), f"--servers=127.0.0.1:{own_server.port}", f"--test={test}",
