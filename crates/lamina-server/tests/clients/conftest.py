@@ -11,6 +11,7 @@ import itertools
 import os
 import re
 import shutil
+import signal
 import tempfile
 
 import pytest
@@ -28,6 +29,17 @@ MEMCACHED_ITEM_BYTES_MAX = 1 << 20
 MEMCACHED_ITEM_OVERHEAD_MAX = 1024
 # Distinguishes tests whose names sanitize to the same prefix.
 KEY_SALT = itertools.count()
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config):
+    # scripts/test-server-clients runs pytest in the background, where SIGINT is ignored;
+    # SIGTERM and SIGINT both stop the run like Ctrl-C, so fixtures stop their servers.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
 
 
 def pytest_addoption(parser):
