@@ -72,4 +72,9 @@ pub enum Command {
     /// Benchmark engines with the papers' workloads (see `lamina bench --help`).
     #[command(after_help = crate::bench::AFTER_HELP)]
     Bench(crate::bench::BenchArgs),
+    /// Serve the database over the memcached text protocol (classic and meta commands), for
+    /// memcached clients, load generators and proxies such as nutcracker. `--dir` is
+    /// required; a new database is created with `--engine` (default fdtree).
+    #[command(after_help = crate::serve::AFTER_HELP)]
+    Serve(crate::serve::ServeArgs),
 }

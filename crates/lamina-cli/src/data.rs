@@ -15,6 +15,25 @@ use crate::encoding;
 /// Only `put` creates a missing directory. The CLI closes the database after each command, which makes its writes durable, so it
 /// opens with `Durability::None` and pays for no per-write sync.
 fn open(global: &GlobalArgs, create: bool) -> Result<Db, String> {
+    open_with(global, create, Durability::None, 0)
+}
+
+/// Opens (or creates) the database `lamina serve` serves, with the server's durability and
+/// memory budget (0: the default).
+pub fn open_serving(
+    global: &GlobalArgs,
+    durability: Durability,
+    memory_budget_bytes: u64,
+) -> Result<Db, String> {
+    open_with(global, true, durability, memory_budget_bytes)
+}
+
+fn open_with(
+    global: &GlobalArgs,
+    create: bool,
+    durability: Durability,
+    memory_budget_bytes: u64,
+) -> Result<Db, String> {
     let dir = global.dir.as_ref().ok_or("--dir DIR is required for this command")?;
     if !create && !dir.exists() {
         return Err(format!("no database at {}", dir.display()));
@@ -35,12 +54,14 @@ fn open(global: &GlobalArgs, create: bool) -> Result<Db, String> {
     };
     let options = Options {
         engine,
-        durability: Durability::None,
+        durability,
         create_if_missing: create,
         disk_budget_bytes: global.disk_budget_bytes,
         memory_limit_bytes: global.memory_limit_bytes,
         ..Options::default()
     };
+    let options =
+        if memory_budget_bytes == 0 { options } else { Options { memory_budget_bytes, ..options } };
     Db::open(dir, options).map_err(|e| e.to_string())
 }
 

@@ -8,6 +8,7 @@ mod args;
 mod bench;
 mod data;
 mod encoding;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
         Command::Scan { ref from, ref to, limit } => {
             data::scan(&cli.global, from.as_deref(), to.as_deref(), limit)
         }
+        Command::Serve(ref args) => serve::run(&cli.global, args),
         Command::Bench(ref args) => {
             match bench::run(args, cli.global.dir.as_deref(), cli.global.engine.as_deref()) {
                 Ok(failed) if failed.is_empty() => Ok(ExitCode::SUCCESS),

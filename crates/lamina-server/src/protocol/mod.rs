@@ -1,7 +1,10 @@
 //! The memcached text protocol: requests ([`Command`]) and their incremental parser.
 
+mod classic;
 mod command;
+mod meta;
 mod parse;
+mod tokens;
 
 pub use command::{ArithDirection, Command, ExpTime, Key, MetaFlag, MetaFlags, StoreMode};
 pub use parse::{ParseLimits, Parsed, parse};
