@@ -12,6 +12,8 @@
 //! - [`run_bench`]: a whole multi-engine, multi-round comparison through an
 //!   [`EngineFactory`], the only way the library reaches engines. An engine that fails is
 //!   recorded (`report.failed`) and the others go on.
+//! - [`memcached`]: a load generator for memcached-protocol servers (`lamina serve`,
+//!   memcached itself): set, get and mixed phases, every reply checked.
 //! - [`experiment`]: the named experiments of `--experiment`: scaled-down paper figures,
 //!   and `scale` (N inserts, lookups, 2-thread inserts and a reopen on one store per engine,
 //!   with ratios to the best peer).
@@ -19,6 +21,7 @@
 mod bench;
 mod engine;
 pub mod experiment;
+pub mod memcached;
 pub mod metrics;
 mod op;
 mod peers;

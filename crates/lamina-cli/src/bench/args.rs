@@ -31,7 +31,20 @@ Experiments (--experiment NAME --out DIR; docs/results/bench-experiments.md):
       the inserts (plot), inserts/s over time (plot), lookups/s and p99.99, write
       amplification, disk and memory bytes per record, peak disk and RSS, the 2-thread
       inserts/s and p99.99, close and reopen time, each rate and tail also as a ratio to the
-      best peer.";
+      best peer.
+
+Server load (--server HOST:PORT; docs/results/server.md, scripts/bench-server):
+  drives a memcached text-protocol server (`lamina serve`, memcached) over --connections
+  N connections (default 8, one client thread each), --pipeline D requests in flight per
+  connection (default 1). Phases (--phases, default set,get,mixed): set stores each of
+  --keys N records once (default 100,000; --key-bytes default 16, --value-bytes default
+  100), get reads uniformly random records, mixed reads and sets them (--get-percent,
+  default 90). Get and mixed run --ops requests each (default 100,000) or --duration SECS.
+  Every get is checked (key, flags, value): a miss of a set record, a wrong value or an
+  error reply is counted and reported, and the command then exits with status 2. Prints
+  requests/s, mean, p50, p99, p99.9 and max latency per phase and request kind; --json
+  FILE writes them (schema lamina-bench-memcached, docs/bench-json.md). --seed applies;
+  the engine flags do not.";
 
 /// Benchmark engines with the papers' workloads (and YCSB), side by side.
 #[derive(Debug, Clone, Args)]
@@ -88,9 +101,9 @@ pub struct BenchArgs {
     /// Seed of every random choice; the same seed replays the same requests.
     #[arg(long, value_name = "N", default_value_t = 42)]
     pub seed: u64,
-    /// Durability: sync, buffered[:MS] or none.
-    #[arg(long, value_name = "MODE", default_value = "none")]
-    pub durability: String,
+    /// Durability: sync, buffered[:MS] or none [default: none].
+    #[arg(long, value_name = "MODE")]
+    pub durability: Option<String>,
     /// Device profile from lamina-storage whose modeled time is reported.
     #[arg(long, value_name = "PROFILE")]
     pub device: Option<String>,
@@ -154,4 +167,23 @@ pub struct BenchArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Load a memcached-protocol server at HOST:PORT (`lamina serve`, memcached) instead
+    /// of benchmarking engines in-process; see below.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub server: Option<String>,
+    /// --server: connections, each driven by its own client thread [default: 8].
+    #[arg(long, value_name = "N")]
+    pub connections: Option<usize>,
+    /// --server: requests in flight per connection [default: 1].
+    #[arg(long, value_name = "N")]
+    pub pipeline: Option<usize>,
+    /// --server: records set by the set phase and read by the others [default: 100000].
+    #[arg(long, value_name = "N")]
+    pub keys: Option<u64>,
+    /// --server: phases, in order, from set, get, mixed [default: set,get,mixed].
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    pub phases: Vec<String>,
+    /// --server: percent of the mixed phase's requests that are gets [default: 90].
+    #[arg(long, value_name = "PERCENT")]
+    pub get_percent: Option<u32>,
 }

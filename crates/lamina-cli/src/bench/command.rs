@@ -18,7 +18,7 @@ use lamina_bench::{
     workload::record_trace,
 };
 
-use super::{BenchArgs, LaminaFactory, peers_built};
+use super::{BenchArgs, LaminaFactory, peers_built, server};
 
 fn lamina_peers_feature_missing() -> &'static str {
     "built without the `peers` feature; rebuild with `cargo build -p lamina-cli --features peers` \
@@ -153,7 +153,7 @@ fn engine_params(args: &BenchArgs, experiment: Option<Experiment>) -> Result<Eng
     let defaults = EngineParams::default();
     let tuning = experiment.map(Experiment::engine_tuning).unwrap_or_default();
     Ok(EngineParams {
-        durability: parse_durability(&args.durability)?,
+        durability: parse_durability(args.durability.as_deref().unwrap_or("none"))?,
         memory_budget_bytes: args
             .memory_budget_bytes
             .or(tuning.memory_budget_bytes)
@@ -283,6 +283,7 @@ pub fn bench_config(
     dir: Option<&Path>,
     engine: Option<&str>,
 ) -> Result<(BenchConfig, Option<Experiment>)> {
+    server::refuse_server_flags(args)?;
     let experiment = args.experiment.as_deref().map(str::parse::<Experiment>).transpose()?;
     check_experiment_flags(args, experiment)?;
     if dir.is_some() && args.keep {
@@ -435,12 +436,16 @@ fn prepare_output_dirs(args: &BenchArgs) -> Result<()> {
 ///
 /// Returns the engines that failed: the benchmark went on without them and every report
 /// was written, with their rows showing the error; the caller exits non-zero
-/// ([`failure_message`]).
+/// ([`failure_message`]). With `--server`, loads that server instead (no engine runs);
+/// wrong replies are an error returned after the reports are written.
 pub fn run(
     args: &BenchArgs,
     dir: Option<&Path>,
     engine: Option<&str>,
 ) -> Result<Vec<FailedEngine>> {
+    if args.server.is_some() {
+        return server::run(args, dir, engine).map(|()| Vec::new());
+    }
     run_with(&engines(), args, dir, engine)
 }
 

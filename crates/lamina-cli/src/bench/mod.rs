@@ -3,6 +3,7 @@
 mod args;
 mod command;
 mod factory;
+mod server;
 
 pub use args::{AFTER_HELP, BenchArgs};
 pub use command::{failure_message, run};
