@@ -14,6 +14,8 @@ pub struct Counters {
     pub curr_connections: AtomicU64,
     pub total_connections: AtomicU64,
     pub rejected_connections: AtomicU64,
+    /// Items stored since the start (memcached's `total_items`).
+    pub total_items: AtomicU64,
     pub cmd_get: AtomicU64,
     pub cmd_set: AtomicU64,
     pub cmd_flush: AtomicU64,

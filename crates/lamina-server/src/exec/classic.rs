@@ -188,6 +188,7 @@ impl Exec<'_> {
             let header =
                 ItemHeader { state: 0, client_flags: request.client_flags, cas, expires_at_secs };
             db.put(key, &ItemWrite { header, data: [data, &[]] }.encode())?;
+            bump(&counters.total_items);
             let outcome = StoreOutcome { outcome: Stored::Stored, cas, size: data.len() };
             return Ok((true, outcome));
         }
@@ -252,6 +253,9 @@ impl Exec<'_> {
             let record = ItemWrite { header, data: pieces }.encode();
             Ok((Change::Write(record), StoreOutcome { outcome: Stored::Stored, cas, size }))
         })?;
+        if wrote && outcome.outcome == Stored::Stored {
+            bump(&counters.total_items);
+        }
         if request.compare_cas.is_some() {
             match outcome.outcome {
                 Stored::Stored => bump(&counters.cas_hits),

@@ -48,7 +48,8 @@ impl Exec<'_> {
         for (name, value) in lines {
             let _ = write!(text, "STAT {name} {value}\r\n");
         }
-        let counters: [(&str, &AtomicU64); 32] = [
+        let counters: [(&str, &AtomicU64); 33] = [
+            ("total_items", &c.total_items),
             ("curr_connections", &c.curr_connections),
             ("total_connections", &c.total_connections),
             ("rejected_connections", &c.rejected_connections),

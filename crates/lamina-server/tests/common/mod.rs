@@ -134,3 +134,6 @@ impl Client {
         header.trim_end().rsplit(' ').next().unwrap().parse().unwrap()
     }
 }
+
+/// The start of every `version` reply.
+pub const VERSION_PREFIX: &str = "VERSION 1.6.0-lamina-";
