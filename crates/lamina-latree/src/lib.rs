@@ -1,0 +1,14 @@
+//! `latree`: the Lazy-Adaptive Tree of Agrawal, Ganesan, Sitaraman, Diao and Singh (VLDB
+//! 2009, `../shared/papers/latree-lazy-adaptive-tree.md`): a B+tree whose nodes at every K-th
+//! level carry a flash-resident buffer of pending updates, each emptied when the ADAPT online
+//! algorithm (section 2.2) says the lookups it slows have paid for an emptying.
+//!
+//! Built so far (issue 18, in progress): the ADAPT algorithm and the offline optimum it is
+//! measured against (`adapt`), the cost model of section 3 (`cost`), the buffers' on-flash
+//! layout and write-coalescing pool (`buffer`), and the nodes, their table and cache
+//! (`node`). The tree that puts them together is not built yet.
+
+pub mod adapt;
+pub mod buffer;
+pub mod cost;
+pub mod node;
