@@ -9,8 +9,10 @@
 //!      0    1 ITEM_MAGIC (0xA1: format 1 of the item header)
 //!      1    1 state bits: ITEM_STALE (0x01), ITEM_WIN_SENT (0x02); others must be 0
 //!      2    4 client flags (opaque to the server; 32 bits, as memcached)
-//!      6    8 CAS token (unique per modification; never 0)
-//!     14    8 expiry: Unix seconds at which the item dies; 0 never
+//!      6    8 CAS token (unique per modification unless the client sets it; never 0)
+//!     14    4 expiry: Unix seconds at which the item dies; 0 never (32 bits, as memcached)
+//!     18    4 flush epoch: the `flush_all` count when the item was stored; an item from an
+//!             earlier epoch was flushed
 //!     22    n the data (0 <= n <= ITEM_DATA_BYTES_MAX)
 //! ```
 
@@ -32,6 +34,10 @@ pub const ITEM_WIN_SENT: u8 = 0x02;
 /// The state bits this format defines.
 const ITEM_STATE_KNOWN: u8 = ITEM_STALE | ITEM_WIN_SENT;
 
+/// The latest expiry an item can have (32-bit Unix seconds: early 2106). Later times are
+/// clamped to it, as memcached's 32-bit times are.
+pub const EXPIRY_SECS_MAX: u64 = u32::MAX as u64;
+
 /// memcached's boundary between relative and absolute expiry times: 30 days in seconds.
 pub const RELATIVE_EXPTIME_SECS_MAX: i64 = 60 * 60 * 24 * 30;
 
@@ -44,8 +50,10 @@ pub struct ItemHeader {
     pub client_flags: u32,
     /// The CAS token of the item's last modification.
     pub cas: u64,
-    /// Unix seconds at which the item dies; 0: never.
+    /// Unix seconds at which the item dies; 0: never. At most [`EXPIRY_SECS_MAX`].
     pub expires_at_secs: u64,
+    /// The server's `flush_all` epoch when the item was stored (see `state.rs`).
+    pub flush_epoch: u32,
 }
 
 impl ItemHeader {
@@ -81,9 +89,9 @@ pub fn expiry_at(exptime: ExpTime, now_secs: u64) -> Option<u64> {
     match exptime {
         0 => Some(0),
         t if t < 0 => None,
-        t if t <= RELATIVE_EXPTIME_SECS_MAX => Some(now_secs + t as u64),
+        t if t <= RELATIVE_EXPTIME_SECS_MAX => Some((now_secs + t as u64).min(EXPIRY_SECS_MAX)),
         t if (t as u64) <= now_secs => None,
-        t => Some(t as u64),
+        t => Some((t as u64).min(EXPIRY_SECS_MAX)),
     }
 }
 
@@ -118,12 +126,13 @@ impl<'a> ItemRef<'a> {
         if state & !ITEM_STATE_KNOWN != 0 {
             return Err(DecodeError::new(1, format!("unknown item state bits {state:#04x}")));
         }
-        let u64_at = |at: usize| u64::from_le_bytes(record[at..at + 8].try_into().unwrap());
+        let u32_at = |at: usize| u32::from_le_bytes(record[at..at + 4].try_into().unwrap());
         let header = ItemHeader {
             state,
-            client_flags: u32::from_le_bytes(record[2..6].try_into().unwrap()),
-            cas: u64_at(6),
-            expires_at_secs: u64_at(14),
+            client_flags: u32_at(2),
+            cas: u64::from_le_bytes(record[6..14].try_into().unwrap()),
+            expires_at_secs: u64::from(u32_at(14)),
+            flush_epoch: u32_at(18),
         };
         if header.cas == 0 {
             return Err(DecodeError::new(6, "item CAS token 0 (tokens start at 1)"));
@@ -158,11 +167,13 @@ impl Encode for ItemWrite<'_> {
         assert!(self.data_len() <= ITEM_DATA_BYTES_MAX, "item data over the limit");
         assert!(self.header.cas != 0, "CAS tokens start at 1");
         assert_eq!(self.header.state & !ITEM_STATE_KNOWN, 0, "unknown state bits");
+        assert!(self.header.expires_at_secs <= EXPIRY_SECS_MAX, "expiry past 32 bits");
         out.push(ITEM_MAGIC);
         out.push(self.header.state);
         out.extend_from_slice(&self.header.client_flags.to_le_bytes());
         out.extend_from_slice(&self.header.cas.to_le_bytes());
-        out.extend_from_slice(&self.header.expires_at_secs.to_le_bytes());
+        out.extend_from_slice(&(self.header.expires_at_secs as u32).to_le_bytes());
+        out.extend_from_slice(&self.header.flush_epoch.to_le_bytes());
         out.extend_from_slice(self.data[0]);
         out.extend_from_slice(self.data[1]);
     }
@@ -201,7 +212,13 @@ mod tests {
     use super::*;
 
     fn header(cas: u64) -> ItemHeader {
-        ItemHeader { state: ITEM_STALE, client_flags: 0xDEAD_BEEF, cas, expires_at_secs: 1 << 40 }
+        ItemHeader {
+            state: ITEM_STALE,
+            client_flags: 0xDEAD_BEEF,
+            cas,
+            expires_at_secs: 1 << 31,
+            flush_epoch: 3,
+        }
     }
 
     #[test]
@@ -213,7 +230,8 @@ mod tests {
         assert_eq!(bytes[1], ITEM_STALE);
         assert_eq!(&bytes[2..6], &0xDEAD_BEEFu32.to_le_bytes());
         assert_eq!(&bytes[6..14], &7u64.to_le_bytes());
-        assert_eq!(&bytes[14..22], &(1u64 << 40).to_le_bytes());
+        assert_eq!(&bytes[14..18], &(1u32 << 31).to_le_bytes());
+        assert_eq!(&bytes[18..22], &3u32.to_le_bytes());
         assert_eq!(&bytes[22..], b"xyz");
     }
 
@@ -244,7 +262,14 @@ mod tests {
         );
         assert_eq!(expiry_at(RELATIVE_EXPTIME_SECS_MAX + 1, now), None, "absolute, in the past");
         assert_eq!(expiry_at(now as i64 + 5, now), Some(now + 5));
-        let h = ItemHeader { state: 0, client_flags: 0, cas: 1, expires_at_secs: now + 5 };
+        assert_eq!(expiry_at(i64::MAX, now), Some(EXPIRY_SECS_MAX), "clamped to 32 bits");
+        let h = ItemHeader {
+            state: 0,
+            client_flags: 0,
+            cas: 1,
+            expires_at_secs: now + 5,
+            flush_epoch: 0,
+        };
         assert!(!h.is_expired(now + 4));
         assert!(h.is_expired(now + 5));
         assert_eq!(h.ttl_secs(now), 5);
@@ -253,10 +278,17 @@ mod tests {
 
     proptest! {
         #[test]
-        fn roundtrip(state in 0u8..4, flags: u32, cas in 1u64.., exp: u64,
+        fn roundtrip(state in 0u8..4, flags: u32, cas in 1u64.., exp in 0..=EXPIRY_SECS_MAX,
+                     epoch: u32,
                      data in proptest::collection::vec(any::<u8>(), 0..=ITEM_DATA_BYTES_MAX)) {
             let item = Item {
-                header: ItemHeader { state, client_flags: flags, cas, expires_at_secs: exp },
+                header: ItemHeader {
+                    state,
+                    client_flags: flags,
+                    cas,
+                    expires_at_secs: exp,
+                    flush_epoch: epoch,
+                },
                 data,
             };
             prop_assert_eq!(Item::decode(&item.encode()).unwrap(), item);

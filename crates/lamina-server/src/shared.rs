@@ -62,7 +62,7 @@ pub fn bump(counter: &AtomicU64) {
 pub struct Shared {
     /// The database.
     pub db: Db,
-    /// CAS tokens and the flush watermark.
+    /// CAS tokens and the flush epoch.
     pub clock: Clock,
     /// `stats` counters.
     pub counters: Counters,

@@ -1,6 +1,6 @@
 //! The server's own persistent state, one record in the engine beside the items: the CAS
 //! token lease (so tokens stay unique and increasing across restarts, crashes included)
-//! and the `flush_all` watermark.
+//! and the `flush_all` epoch.
 //!
 //! The record lives under [`STATE_KEY`], a key of [`INTERNAL_KEY_BYTES`] bytes: longer than
 //! any memcached key (250 bytes, base64 keys included), so no client can read, overwrite or
@@ -10,7 +10,8 @@
 //! offset size field
 //!      0    1 STATE_MAGIC (0xA2: format 1)
 //!      1    8 cas_lease: every token handed out so far is below it
-//!      9    8 flush_watermark_cas: items whose CAS is below it are dead (flush_all)
+//!      9    8 flush_epoch: the number of flush_all applied; items stored in an earlier
+//!             epoch are dead (at most u32::MAX: items hold it in 32 bits)
 //!     17    8 flush_pending_at_secs: Unix time of a delayed flush_all not yet applied; 0 none
 //! ```
 //!
@@ -18,8 +19,11 @@
 //! raised by [`CAS_LEASE_TOKENS`] and written and synced *before* any token beyond the old
 //! lease is returned. After a restart the first token is the stored lease, above every
 //! token ever handed out, at the cost of skipping at most `CAS_LEASE_TOKENS` numbers.
+//!
+//! A flush is an epoch rather than a CAS watermark because clients may choose CAS tokens
+//! (meta `E`): an item stored after a flush with a small client token must stay live.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use lamina::Db;
 use lamina_core::codec::{Decode, DecodeError, Encode};
@@ -57,8 +61,8 @@ pub const CAS_LEASE_TOKENS: u64 = 1 << 20;
 pub struct ServerState {
     /// Every CAS token handed out is below this.
     pub cas_lease: u64,
-    /// Items with a CAS token below this are dead (0: no flush yet).
-    pub flush_watermark_cas: u64,
+    /// `flush_all`s applied so far; items stored in an earlier epoch are dead.
+    pub flush_epoch: u64,
     /// A delayed `flush_all` takes effect at this Unix time; 0: none pending.
     pub flush_pending_at_secs: u64,
 }
@@ -71,7 +75,7 @@ impl Encode for ServerState {
     fn encode_to(&self, out: &mut Vec<u8>) {
         out.push(STATE_MAGIC);
         out.extend_from_slice(&self.cas_lease.to_le_bytes());
-        out.extend_from_slice(&self.flush_watermark_cas.to_le_bytes());
+        out.extend_from_slice(&self.flush_epoch.to_le_bytes());
         out.extend_from_slice(&self.flush_pending_at_secs.to_le_bytes());
     }
 }
@@ -90,17 +94,17 @@ impl Decode for ServerState {
         let u64_at = |at: usize| u64::from_le_bytes(input[at..at + 8].try_into().unwrap());
         let state = ServerState {
             cas_lease: u64_at(1),
-            flush_watermark_cas: u64_at(9),
+            flush_epoch: u64_at(9),
             flush_pending_at_secs: u64_at(17),
         };
-        if state.flush_watermark_cas > state.cas_lease {
-            return Err(DecodeError::new(9, "flush watermark above the CAS lease"));
+        if state.flush_epoch > u64::from(u32::MAX) {
+            return Err(DecodeError::new(9, "flush epoch past 32 bits"));
         }
         Ok(state)
     }
 }
 
-/// The CAS token source and the flush watermark, backed by the state record.
+/// The CAS token source and the flush epoch, backed by the state record.
 ///
 /// Invariant: `next < lease` for every token returned, and `lease` is durable in the engine
 /// before `next` passes the previous durable lease.
@@ -110,8 +114,8 @@ pub struct Clock {
     next: AtomicU64,
     /// A copy of `persisted.cas_lease`, read without the lock on the fast path.
     lease: AtomicU64,
-    /// Items with a CAS below this are dead.
-    flush_watermark: AtomicU64,
+    /// The current flush epoch (a copy of `persisted.flush_epoch`).
+    flush_epoch: AtomicU32,
     /// A copy of `persisted.flush_pending_at_secs`.
     flush_pending_at: AtomicU64,
     /// The record as last written; held while writing it.
@@ -131,7 +135,7 @@ impl Clock {
         let first = state.cas_lease.max(1);
         if state.flush_pending_at_secs != 0 && state.flush_pending_at_secs <= now_secs {
             // Every item stored before the restart predates the flush time.
-            state.flush_watermark_cas = first;
+            state.flush_epoch = next_epoch(state.flush_epoch)?;
             state.flush_pending_at_secs = 0;
         }
         state.cas_lease = first + CAS_LEASE_TOKENS;
@@ -139,7 +143,7 @@ impl Clock {
         Ok(Clock {
             next: AtomicU64::new(first),
             lease: AtomicU64::new(state.cas_lease),
-            flush_watermark: AtomicU64::new(state.flush_watermark_cas),
+            flush_epoch: AtomicU32::new(state.flush_epoch as u32),
             flush_pending_at: AtomicU64::new(state.flush_pending_at_secs),
             persisted: Mutex::new(state),
         })
@@ -163,9 +167,14 @@ impl Clock {
         Ok(token)
     }
 
-    /// Whether an item with this CAS token was flushed.
-    pub fn is_flushed(&self, cas: u64) -> bool {
-        cas < self.flush_watermark.load(Ordering::Acquire)
+    /// The epoch new items are stored in.
+    pub fn flush_epoch(&self) -> u32 {
+        self.flush_epoch.load(Ordering::Acquire)
+    }
+
+    /// Whether an item stored in `epoch` was flushed.
+    pub fn is_flushed(&self, epoch: u32) -> bool {
+        epoch < self.flush_epoch()
     }
 
     /// Applies a delayed flush if it is due at `now_secs`. Cheap when none is pending.
@@ -196,15 +205,14 @@ impl Clock {
     }
 
     fn flush_locked(&self, db: &Db, state: &mut ServerState, pending_at: u64) -> Result<()> {
-        // Items stored concurrently with the flush may take tokens on either side of the
-        // watermark, as in memcached where such a set may land before or after the flush.
-        let watermark = self.next.load(Ordering::Relaxed).min(state.cas_lease);
+        // Items stored concurrently with the flush may be stamped with either epoch, as in
+        // memcached where such a set may land before or after the flush.
         let mut flushed = *state;
-        flushed.flush_watermark_cas = watermark;
+        flushed.flush_epoch = next_epoch(state.flush_epoch)?;
         flushed.flush_pending_at_secs = pending_at;
         persist(db, &flushed)?;
         *state = flushed;
-        self.flush_watermark.store(watermark, Ordering::Release);
+        self.flush_epoch.store(flushed.flush_epoch as u32, Ordering::Release);
         self.flush_pending_at.store(pending_at, Ordering::Release);
         Ok(())
     }
@@ -213,6 +221,16 @@ impl Clock {
     pub fn state(&self) -> ServerState {
         *self.persisted.lock()
     }
+}
+
+/// The epoch after `epoch`; refused (nothing changes) once items could not hold it.
+fn next_epoch(epoch: u64) -> Result<u64> {
+    if epoch >= u64::from(u32::MAX) {
+        return Err(Error::Unsupported {
+            what: format!("flush_all: {epoch} flushes is the most a database can record"),
+        });
+    }
+    Ok(epoch + 1)
 }
 
 /// Writes the state record and makes it durable, whatever the database's durability.
@@ -235,7 +253,7 @@ mod tests {
 
     #[test]
     fn state_roundtrips_and_rejects_damage() {
-        let state = ServerState { cas_lease: 99, flush_watermark_cas: 7, flush_pending_at_secs: 5 };
+        let state = ServerState { cas_lease: 99, flush_epoch: 7, flush_pending_at_secs: 5 };
         let bytes = state.encode();
         assert_eq!(bytes.len(), STATE_BYTES);
         assert_eq!(ServerState::decode(&bytes).unwrap(), state);
@@ -244,7 +262,7 @@ mod tests {
         bad[0] ^= 1;
         assert!(ServerState::decode(&bad).is_err());
         let mut bad = bytes;
-        bad[9..17].copy_from_slice(&1000u64.to_le_bytes());
+        bad[9..17].copy_from_slice(&(1u64 << 32).to_le_bytes());
         assert_eq!(ServerState::decode(&bad).unwrap_err().offset, 9);
     }
 
@@ -281,10 +299,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = open(dir.path());
         let clock = Clock::open(&db, 1000).unwrap();
-        let old = clock.next_cas(&db).unwrap();
+        let old = clock.flush_epoch();
         clock.flush(&db, 0, 1000).unwrap();
         assert!(clock.is_flushed(old));
-        let newer = clock.next_cas(&db).unwrap();
+        let newer = clock.flush_epoch();
         assert!(!clock.is_flushed(newer));
         clock.flush(&db, 1010, 1000).unwrap();
         clock.apply_due_flush(&db, 1009).unwrap();
@@ -292,14 +310,14 @@ mod tests {
         clock.apply_due_flush(&db, 1010).unwrap();
         assert!(clock.is_flushed(newer));
         // A delayed flush that comes due while the server is down applies at open.
-        let before = clock.next_cas(&db).unwrap();
+        let before = clock.flush_epoch();
         clock.flush(&db, 1020, 1011).unwrap();
         db.close().unwrap();
         drop(db);
         let db = open(dir.path());
         let clock = Clock::open(&db, 1030).unwrap();
         assert!(clock.is_flushed(before));
-        assert!(!clock.is_flushed(clock.next_cas(&db).unwrap()));
+        assert!(!clock.is_flushed(clock.flush_epoch()));
         assert_eq!(clock.state().flush_pending_at_secs, 0);
     }
 }

@@ -71,7 +71,8 @@ pub fn sweep_once(shared: &Shared, stop: &AtomicBool) -> lamina::Result<u64> {
                 continue; // the server's own records
             }
             let Ok(item) = ItemRef::parse(record) else { continue };
-            let dead = item.header.is_expired(now_secs) || shared.clock.is_flushed(item.header.cas);
+            let dead = item.header.is_expired(now_secs)
+                || shared.clock.is_flushed(item.header.flush_epoch);
             // Removed only if unchanged since read: a client may have just rewritten it.
             if dead && shared.db.compare_and_swap(key, Some(record), None)?.is_swapped() {
                 bump(&shared.counters.reclaimed);

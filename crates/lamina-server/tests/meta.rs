@@ -39,6 +39,12 @@ fn meta_get_and_set() {
     c.expect("mg AAEC b k v\r\n", "VA 2 kAAEC b\r\nhi\r\n");
     // T updates the TTL.
     c.expect("mg k T100 t\r\n", "HD t100\r\n");
+    // A client's token (E) is kept, and an item stored after a flush_all stays live however
+    // small its token (a flush is an epoch, not a CAS watermark).
+    c.expect("flush_all\r\n", "OK\r\n");
+    c.expect("ms e 1 E5\r\nx\r\n", "HD\r\n");
+    c.expect("mg e v c\r\n", "VA 1 c5\r\nx\r\n");
+    c.expect("mg k v\r\n", "EN\r\n");
 }
 
 /// The CAS token a store made after `old` returns: read it back with `gets`.

@@ -9,8 +9,8 @@ use lamina_server::item::{ItemHeader, ItemWrite};
 use lamina_server::shared::{Shared, unix_now_secs};
 use lamina_server::sweep::{SWEEP_PAGE_RECORDS, sweep_once};
 
-fn item(cas: u64, expires_at_secs: u64) -> Vec<u8> {
-    let header = ItemHeader { state: 0, client_flags: 0, cas, expires_at_secs };
+fn item(cas: u64, expires_at_secs: u64, flush_epoch: u32) -> Vec<u8> {
+    let header = ItemHeader { state: 0, client_flags: 0, cas, expires_at_secs, flush_epoch };
     ItemWrite { header, data: [b"data", &[]] }.encode()
 }
 
@@ -27,7 +27,10 @@ fn sweep_removes_dead_items_across_pages() {
     for i in 0..count {
         let cas = shared.clock.next_cas(&shared.db).unwrap();
         let expires = if i % 3 == 0 { now - 10 } else { now + 3600 };
-        shared.db.put(format!("k{i:05}").as_bytes(), &item(cas, expires)).unwrap();
+        shared
+            .db
+            .put(format!("k{i:05}").as_bytes(), &item(cas, expires, shared.clock.flush_epoch()))
+            .unwrap();
     }
     let stop = AtomicBool::new(false);
     let removed = sweep_once(&shared, &stop).unwrap();

@@ -185,8 +185,13 @@ impl Exec<'_> {
                 return Ok((true, StoreOutcome { outcome: Stored::Stored, cas: 0, size: 0 }));
             };
             let cas = self.cas_token(new_cas)?;
-            let header =
-                ItemHeader { state: 0, client_flags: request.client_flags, cas, expires_at_secs };
+            let header = ItemHeader {
+                state: 0,
+                client_flags: request.client_flags,
+                cas,
+                expires_at_secs,
+                flush_epoch: self.flush_epoch,
+            };
             db.put(key, &ItemWrite { header, data: [data, &[]] }.encode())?;
             bump(&counters.total_items);
             let outcome = StoreOutcome { outcome: Stored::Stored, cas, size: data.len() };
@@ -219,6 +224,7 @@ impl Exec<'_> {
                         client_flags: request.client_flags,
                         cas: 0,
                         expires_at_secs,
+                        flush_epoch: self.flush_epoch,
                     };
                     (header, [data, &[][..]])
                 }
@@ -239,6 +245,7 @@ impl Exec<'_> {
                         client_flags: request.client_flags,
                         cas: 0,
                         expires_at_secs,
+                        flush_epoch: self.flush_epoch,
                     };
                     (header, [data, &[][..]])
                 }
@@ -345,7 +352,13 @@ impl Exec<'_> {
                     return Ok((Change::Keep, ArithOutcome::NotFound));
                 };
                 let cas = self.cas_token(request.new_cas)?;
-                let header = ItemHeader { state: 0, client_flags: 0, cas, expires_at_secs };
+                let header = ItemHeader {
+                    state: 0,
+                    client_flags: 0,
+                    cas,
+                    expires_at_secs,
+                    flush_epoch: self.flush_epoch,
+                };
                 let digits = initial.to_string();
                 let record = ItemWrite { header, data: [digits.as_bytes(), &[]] }.encode();
                 return Ok((Change::Write(record), ArithOutcome::Done { value: initial, header }));

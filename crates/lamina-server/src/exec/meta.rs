@@ -167,8 +167,13 @@ impl Exec<'_> {
                     return Ok((Change::Keep, None));
                 };
                 let cas = self.cas_token(t.new_cas)?;
-                let header =
-                    ItemHeader { state: ITEM_WIN_SENT, client_flags: 0, cas, expires_at_secs };
+                let header = ItemHeader {
+                    state: ITEM_WIN_SENT,
+                    client_flags: 0,
+                    cas,
+                    expires_at_secs,
+                    flush_epoch: self.flush_epoch,
+                };
                 let record = ItemWrite { header, data: [&[], &[]] }.encode();
                 let got = Got {
                     header,
@@ -300,6 +305,7 @@ impl Exec<'_> {
             client_flags: request.client_flags,
             cas: outcome.cas,
             expires_at_secs: 0,
+            flush_epoch: self.flush_epoch,
         });
         let d = Described { key, header, size: outcome.size, now_secs: self.now_secs };
         // `ms` returns c, k, O, b and s; it has no f, t, h or l.
@@ -458,7 +464,8 @@ mod tests {
                 MetaFlag::ReturnSize,
             ],
         };
-        let header = ItemHeader { state: 0, client_flags: 3, cas: 42, expires_at_secs: 0 };
+        let header =
+            ItemHeader { state: 0, client_flags: 3, cas: 42, expires_at_secs: 0, flush_epoch: 0 };
         let d = Described { key: b"k1", header: Some(header), size: 5, now_secs: 10 };
         let mut out = Vec::new();
         push_return_flags(&mut out, &flags, &d, false);

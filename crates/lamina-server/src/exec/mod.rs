@@ -34,6 +34,8 @@ pub struct Effects {
 pub(crate) struct Exec<'a> {
     pub shared: &'a Shared,
     pub now_secs: u64,
+    /// The flush epoch items stored by this request are stamped with.
+    pub flush_epoch: u32,
 }
 
 /// Runs `command`, appending its reply (if any) to `out`.
@@ -44,11 +46,12 @@ pub fn execute(
     effects: &mut Effects,
 ) -> Flow {
     let now_secs = unix_now_secs();
-    let exec = Exec { shared, now_secs };
     if let Err(e) = shared.clock.apply_due_flush(&shared.db, now_secs) {
+        let exec = Exec { shared, now_secs, flush_epoch: 0 };
         exec.engine_error(&e, out);
         return Flow::Continue;
     }
+    let exec = Exec { shared, now_secs, flush_epoch: shared.clock.flush_epoch() };
     match command {
         Command::Quit => return Flow::Quit,
         Command::MetaGet { key, flags } => {

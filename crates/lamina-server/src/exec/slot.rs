@@ -42,7 +42,7 @@ impl Exec<'_> {
             bump(&self.shared.counters.get_expired);
             return Ok(None);
         }
-        if self.shared.clock.is_flushed(item.header.cas) {
+        if self.shared.clock.is_flushed(item.header.flush_epoch) {
             bump(&self.shared.counters.get_flushed);
             return Ok(None);
         }
