@@ -146,7 +146,8 @@ pub(crate) mod strategies {
 
     use super::BufferEntry;
 
-    /// Entries with short keys (so keys repeat) and small values, or any size when `large`.
+    /// Entries with keys of up to `key_bytes_max` bytes and values of up to `value_bytes_max`
+    /// (short keys repeat), puts or deletes, any sequence number.
     pub fn entry(
         key_bytes_max: usize,
         value_bytes_max: usize,

@@ -244,6 +244,25 @@ fn forgetting_buffers_leaves_mostly_dead_units() {
 }
 
 #[test]
+fn a_damaged_page_is_corruption_for_reads_and_emptyings() {
+    let storage = FaultyStorage::in_memory(FaultPlan::none());
+    let mut pool = pool(&storage, 512, 0);
+    let id = BufferId(4);
+    for seq in 0..6u64 {
+        pool.append(id, put(&seq.to_be_bytes(), 10, seq)).unwrap();
+    }
+    pool.flush_all().unwrap();
+    // A bit of the third unit's value bytes.
+    storage.flip_bit(NAME, (2 * 512 + 60) * 8).unwrap();
+    for err in [pool.read(id).unwrap_err(), pool.find(id, b"k").unwrap_err()] {
+        assert!(matches!(&err, Error::Corruption { offset: 1024, .. }), "{err:?}");
+        assert!(err.to_string().contains(NAME), "{err}");
+    }
+    let err = pool.sorted_entries(id).unwrap_err();
+    assert!(matches!(err, Error::Corruption { offset: 1024, .. }), "{err:?}");
+}
+
+#[test]
 fn limits_are_checked() {
     let storage = MemoryStorage::new();
     let store = BufferStore::create(&storage, NAME, 512).unwrap();
