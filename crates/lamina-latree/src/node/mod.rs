@@ -8,6 +8,9 @@
 //! - [`rebalance`]: splits of overfull nodes, borrow and merge of underfull ones (the
 //!   quarter-full a-b tree rule of section 3, in bytes).
 //! - [`verify`](mod@verify): every invariant of one node.
+//! - [`table`], [`store`]: the file of node pages, written in place (SSD profiles, `host`)
+//!   or out of place through the node table (raw NAND, section 4.3), and free node ids;
+//!   [`snapshot`]: the store's state for a checkpoint.
 
 pub mod format;
 pub mod inner;
@@ -15,6 +18,9 @@ pub mod layout;
 pub mod leaf;
 pub mod page;
 pub mod rebalance;
+pub mod snapshot;
+pub mod store;
+pub mod table;
 pub mod verify;
 
 #[cfg(test)]
@@ -30,4 +36,7 @@ pub use layout::{BufferId, NodeId, NodeLayout};
 pub use leaf::{LeafEntry, LeafNode};
 pub use page::{DecodedNode, Node, decode_node, encode_node};
 pub use rebalance::{Rebalanced, Split, rebalance, split};
+pub use snapshot::StoreSnapshot;
+pub use store::{NodeStore, NodeStoreOptions, NodeStoreStats, Placement};
+pub use table::NodeTable;
 pub use verify::{NodeContext, verify_node};
