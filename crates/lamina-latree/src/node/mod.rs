@@ -11,7 +11,9 @@
 //! - [`table`], [`store`]: the file of node pages, written in place (SSD profiles, `host`)
 //!   or out of place through the node table (raw NAND, section 4.3), and free node ids;
 //!   [`snapshot`]: the store's state for a checkpoint.
+//! - [`cache`]: the LRU node cache with a byte budget and write-back (section 4.2).
 
+pub mod cache;
 pub mod format;
 pub mod inner;
 pub mod layout;
@@ -30,6 +32,7 @@ mod rebalance_tests;
 #[cfg(test)]
 mod test_support;
 
+pub use cache::{NodeCache, NodeCacheOptions, NodeCacheStats};
 pub use format::NodeKind;
 pub use inner::InnerNode;
 pub use layout::{BufferId, NodeId, NodeLayout};
