@@ -225,3 +225,10 @@ fn threads_share_the_cache_without_losing_updates() {
     }
     assert!(cache.stats().cached_bytes <= 8 * node_charge() as u64);
 }
+
+#[test]
+#[should_panic(expected = "not allocated")]
+fn a_node_id_must_be_allocated_before_it_is_put() {
+    let cache = cache_of(store(&MemoryStorage::new(), Placement::InPlace), 10);
+    let _ = cache.put(NodeId(3), leaf(1));
+}

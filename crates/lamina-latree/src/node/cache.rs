@@ -155,6 +155,8 @@ impl NodeCache {
     /// cannot be made (a write-back failed) nothing is installed.
     pub fn put(&self, id: NodeId, node: Node) -> Result<Arc<Node>> {
         assert!(node.fits(self.store.layout()), "{id}: split an overfull node before put");
+        // Checked here, not at the write-back much later, where the culprit is gone.
+        assert!(self.store.is_allocated(id), "{id}: put of a node id that is not allocated");
         let node = Arc::new(node);
         let mut state = self.state.lock();
         self.make_room(&mut state, id, node.memory_bytes())?;

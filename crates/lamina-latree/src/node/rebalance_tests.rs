@@ -87,11 +87,18 @@ proptest! {
                 bytes <= layout.capacity_bytes()
             }).count()
         };
-        let cut = fitting(0, 1 + cut_seed % (entries.len() - 1));
+        // The left one underfull: a prefix of fewer than `underfull_bytes`.
+        let mut bytes = 0;
+        let underfull_prefix = entries[..entries.len() - 1].iter().take_while(|e| {
+            bytes += e.encoded_bytes();
+            bytes < layout.underfull_bytes()
+        }).count();
+        prop_assume!(underfull_prefix > 0);
+        let cut = 1 + cut_seed % underfull_prefix;
         let entries = &entries[..cut + fitting(cut, entries.len())];
         let mut left = Node::Leaf(leaf_of(&entries[..cut], Some(2)));
         let mut right = Node::Leaf(leaf_of(&entries[cut..], Some(3)));
-        prop_assume!(left.is_underfull(&layout) || right.is_underfull(&layout));
+        prop_assert!(left.is_underfull(&layout) && right.fits(&layout));
         let separator = entries[cut].key.clone();
         let outcome = rebalance(&mut left, &separator, &mut right, &layout);
         let mut all = left.as_leaf().unwrap().entries.clone();

@@ -262,6 +262,12 @@ impl NodeStore {
         self.state.lock().ids.commit_durable();
     }
 
+    /// Whether `id` is allocated (and not freed).
+    pub fn is_allocated(&self, id: NodeId) -> bool {
+        let state = self.state.lock();
+        id.0 < state.ids.end_block() && !state.ids.is_free(id.0)
+    }
+
     /// Byte offset of `id`'s current page, `None` if it has none (never written, or freed).
     pub fn offset_of(&self, id: NodeId) -> Option<u64> {
         let state = self.state.lock();
