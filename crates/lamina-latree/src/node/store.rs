@@ -1,0 +1,362 @@
+//! The node store: a file of `node_bytes` slots holding node pages, and the free node ids.
+//!
+//! Two placements (LA-tree section 4.3), chosen from the device profile by
+//! [`Placement::for_device`]:
+//! - **In place** (SSD profiles, `host`: the device's controller handles in-place updates):
+//!   node id = slot; a node is rewritten where it is. No node table.
+//! - **Out of place** (raw NAND, `nand-toshiba`, where rewriting a page in place is not
+//!   possible): every write appends the node at the head of the partition and the
+//!   [`NodeTable`] maps the id to its latest slot; older copies are dead. When the partition
+//!   is full, writes fail with `NoSpace`: the two-partition reclamation of section 4.3 (empty
+//!   the buffers, copy the live nodes to the other partition) is not built yet.
+//!
+//! Ids come from a [`FreeList`] in both placements: a freed id is handed out again only after
+//! [`NodeStore::commit_durable`] (the state that freed it is durable), so an in-place slot is
+//! never overwritten while a durable root may still reach it.
+//!
+//! Invariants: a node is read only under an allocated id, and its page must carry that id
+//! (else `Corruption` naming the file and the page's offset); every write gets the next write
+//! sequence number, so the latest copy of a node is the one with the highest.
+//!
+//! Concurrency: the state (ids, table, sequence numbers) is under one mutex, held across the
+//! I/O of a write (so the table never names a slot whose write has not completed) but not of
+//! a read.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use lamina_core::{Error, Result};
+use lamina_storage::backend::{FILE_BYTES_MAX, io_error_kind};
+use lamina_storage::device::CostModel;
+use lamina_storage::{DeviceProfile, FreeList, OpenMode, Storage, StorageFile};
+use parking_lot::Mutex;
+
+use super::layout::{NodeId, NodeLayout};
+use super::page::{Node, decode_node, encode_node};
+use super::snapshot::StoreSnapshot;
+use super::table::{NodeTable, Rebuilt, rebuild};
+
+/// Where a node's new version goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Rewritten at its own slot (node id = slot).
+    InPlace,
+    /// Appended at the partition's head, found through the node table.
+    OutOfPlace,
+}
+
+impl Placement {
+    /// Out of place on raw NAND (in-place writes are expensive or impossible), in place on
+    /// block devices.
+    pub fn for_device(device: &DeviceProfile) -> Self {
+        match device.model {
+            CostModel::Nand(_) => Placement::OutOfPlace,
+            CostModel::Paged(_) | CostModel::Free => Placement::InPlace,
+        }
+    }
+
+    pub(super) fn to_byte(self) -> u8 {
+        match self {
+            Placement::InPlace => 1,
+            Placement::OutOfPlace => 2,
+        }
+    }
+}
+
+/// How a node store is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeStoreOptions {
+    /// The node size and entry limits.
+    pub layout: NodeLayout,
+    /// In place or out of place.
+    pub placement: Placement,
+    /// Slots of the file: in place, the most node ids; out of place, the partition's size
+    /// (live nodes plus dead copies). At most the file size limit over the node size.
+    pub slots_max: u64,
+}
+
+impl NodeStoreOptions {
+    /// The layout and placement section 4 suggests for `device`, with the largest file.
+    pub fn for_device(
+        device: &DeviceProfile,
+        key_bytes_max: usize,
+        value_bytes_max: usize,
+    ) -> Result<Self> {
+        let layout = NodeLayout::for_device(device, key_bytes_max, value_bytes_max)?;
+        let slots_max = FILE_BYTES_MAX / u64::from(layout.node_bytes());
+        Ok(NodeStoreOptions { layout, placement: Placement::for_device(device), slots_max })
+    }
+
+    fn validate(&self) -> Result<()> {
+        let limit = FILE_BYTES_MAX / u64::from(self.layout.node_bytes());
+        if self.slots_max == 0 || self.slots_max > limit {
+            return Err(Error::option(
+                "slots_max",
+                format!(
+                    "{} is not in 1..={limit} for {}-byte nodes",
+                    self.slots_max,
+                    self.layout.node_bytes()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Counters of a node store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeStoreStats {
+    /// Nodes read.
+    pub node_reads: u64,
+    /// Nodes written.
+    pub node_writes: u64,
+    /// Node ids in use.
+    pub live_ids: u64,
+    /// Out of place: written slots holding no live copy (0 in place).
+    pub dead_slots: u64,
+}
+
+#[derive(Debug)]
+struct StoreState {
+    ids: FreeList,
+    table: Option<NodeTable>,
+    write_seq: u64,
+    stats: NodeStoreStats,
+}
+
+/// The file of node pages.
+#[derive(Debug)]
+pub struct NodeStore {
+    file: Arc<dyn StorageFile>,
+    path: PathBuf,
+    options: NodeStoreOptions,
+    state: Mutex<StoreState>,
+}
+
+impl NodeStore {
+    /// Creates the store in a new file `name`.
+    pub fn create(storage: &dyn Storage, name: &str, options: NodeStoreOptions) -> Result<Self> {
+        options.validate()?;
+        let file = storage.open(name, OpenMode::CreateNew)?;
+        let table =
+            (options.placement == Placement::OutOfPlace).then(|| NodeTable::new(options.slots_max));
+        let ids = FreeList::new(0, options.slots_max)?;
+        Ok(Self::assemble(storage, file, options, ids, table, 0))
+    }
+
+    /// Opens the existing file `name` in the state `snapshot` recorded (a checkpoint).
+    pub fn open(
+        storage: &dyn Storage,
+        name: &str,
+        options: NodeStoreOptions,
+        snapshot: StoreSnapshot,
+    ) -> Result<Self> {
+        options.validate()?;
+        if snapshot.placement != options.placement
+            || snapshot.node_bytes != options.layout.node_bytes()
+        {
+            return Err(Error::Incompatible {
+                reason: format!(
+                    "{name} was written {:?} with {}-byte nodes, opened {:?} with {}",
+                    snapshot.placement,
+                    snapshot.node_bytes,
+                    options.placement,
+                    options.layout.node_bytes()
+                ),
+            });
+        }
+        let table_slots = snapshot.table.as_ref().map(NodeTable::slots_max);
+        let expected_slots =
+            (options.placement == Placement::OutOfPlace).then_some(options.slots_max);
+        if table_slots != expected_slots || snapshot.free_ids.end_block() > options.slots_max {
+            return Err(Error::Incompatible {
+                reason: format!(
+                    "{name}: the snapshot's node table ({table_slots:?} slots) or ids do not \
+                     match {expected_slots:?} slots for {} ids",
+                    options.slots_max
+                ),
+            });
+        }
+        let file = storage.open(name, OpenMode::Existing)?;
+        let StoreSnapshot { write_seq, free_ids, table, .. } = snapshot;
+        Ok(Self::assemble(storage, file, options, free_ids, table, write_seq))
+    }
+
+    /// Opens the existing out-of-place file `name` by scanning it ([`rebuild`]); every id
+    /// found is in use (the tree frees those it cannot reach). Returns the damaged slots too.
+    pub fn open_rebuilding(
+        storage: &dyn Storage,
+        name: &str,
+        options: NodeStoreOptions,
+    ) -> Result<(Self, Vec<u64>)> {
+        options.validate()?;
+        if options.placement != Placement::OutOfPlace {
+            return Err(Error::option("placement", "only an out-of-place store is rebuilt"));
+        }
+        let file = storage.open(name, OpenMode::Existing)?;
+        let path = storage.path_of(name);
+        let Rebuilt { table, write_seq_max, damaged_slots } =
+            rebuild(file.as_ref(), &path, &options.layout, options.slots_max)?;
+        let mut ids = FreeList::new(0, options.slots_max)?;
+        let end = table.ids().last().map_or(0, |id| id.0 + 1);
+        for id in 0..end {
+            let allocated = ids.allocate()?;
+            assert_eq!(allocated, id, "a fresh free list allocates in order");
+        }
+        for id in 0..end {
+            if table.slot(NodeId(id)).is_none() {
+                ids.free(id)?;
+            }
+        }
+        ids.commit_durable();
+        let store = Self::assemble(storage, file, options, ids, Some(table), write_seq_max);
+        Ok((store, damaged_slots))
+    }
+
+    fn assemble(
+        storage: &dyn Storage,
+        file: Arc<dyn StorageFile>,
+        options: NodeStoreOptions,
+        ids: FreeList,
+        table: Option<NodeTable>,
+        write_seq: u64,
+    ) -> Self {
+        let path = storage.path_of(file.name());
+        let stats = NodeStoreStats::default();
+        NodeStore {
+            file,
+            path,
+            options,
+            state: Mutex::new(StoreState { ids, table, write_seq, stats }),
+        }
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &NodeStoreOptions {
+        &self.options
+    }
+
+    /// The node layout.
+    pub fn layout(&self) -> &NodeLayout {
+        &self.options.layout
+    }
+
+    /// A fresh node id (the lowest free one). `NoSpace` when all `slots_max` are in use.
+    pub fn allocate(&self) -> Result<NodeId> {
+        self.state.lock().ids.allocate().map(NodeId)
+    }
+
+    /// Frees `id`; it is handed out again after [`NodeStore::commit_durable`]. Freeing an id
+    /// not in use is refused and changes nothing.
+    pub fn free(&self, id: NodeId) -> Result<()> {
+        let mut state = self.state.lock();
+        state.ids.free(id.0)?;
+        if let Some(table) = &mut state.table {
+            table.remove(id);
+        }
+        Ok(())
+    }
+
+    /// The state that freed ids is durable: they may be reused.
+    pub fn commit_durable(&self) {
+        self.state.lock().ids.commit_durable();
+    }
+
+    /// Whether `id` is allocated (and not freed).
+    pub fn is_allocated(&self, id: NodeId) -> bool {
+        let state = self.state.lock();
+        id.0 < state.ids.end_block() && !state.ids.is_free(id.0)
+    }
+
+    /// Byte offset of `id`'s current page, `None` if it has none (never written, or freed).
+    pub fn offset_of(&self, id: NodeId) -> Option<u64> {
+        let state = self.state.lock();
+        self.offset_locked(&state, id)
+    }
+
+    fn offset_locked(&self, state: &StoreState, id: NodeId) -> Option<u64> {
+        if id.0 >= state.ids.end_block() || state.ids.is_free(id.0) {
+            return None;
+        }
+        let slot = match &state.table {
+            Some(table) => table.slot(id)?,
+            None => id.0,
+        };
+        Some(slot * u64::from(self.options.layout.node_bytes()))
+    }
+
+    /// Reads node `id`. A missing or damaged page is `Corruption` naming the file and offset.
+    pub fn read(&self, id: NodeId) -> Result<Node> {
+        let offset = {
+            let mut state = self.state.lock();
+            let offset = self.offset_locked(&state, id).ok_or_else(|| {
+                Error::corruption(&self.path, 0, format!("{id} is not allocated or never written"))
+            })?;
+            state.stats.node_reads += 1;
+            offset
+        };
+        let mut page = vec![0u8; self.options.layout.node_bytes() as usize];
+        match self.file.read_exact_at(offset, &mut page) {
+            Err(e) if io_error_kind(&e) == Some(std::io::ErrorKind::UnexpectedEof) => {
+                return Err(Error::corruption(
+                    &self.path,
+                    offset,
+                    format!("{id}: page past the end"),
+                ));
+            }
+            other => other?,
+        }
+        let decoded = decode_node(&page, &self.options.layout, Some(id))
+            .map_err(|e| e.at(&self.path, offset))?;
+        Ok(decoded.node)
+    }
+
+    /// Writes `node` as the latest version of `id` (allocated; the node must fit).
+    pub fn write(&self, id: NodeId, node: &Node) -> Result<()> {
+        let mut state = self.state.lock();
+        assert!(
+            id.0 < state.ids.end_block() && !state.ids.is_free(id.0),
+            "writing {id}, which is not allocated"
+        );
+        let node_bytes = u64::from(self.options.layout.node_bytes());
+        let slot = match &state.table {
+            Some(table) => table.next_slot()?,
+            None => id.0,
+        };
+        let write_seq = state.write_seq + 1;
+        let page = encode_node(node, id, write_seq, &self.options.layout);
+        self.file.write_all_at(slot * node_bytes, &page)?;
+        state.write_seq = write_seq;
+        state.stats.node_writes += 1;
+        if let Some(table) = &mut state.table {
+            table.place(id, slot);
+        }
+        Ok(())
+    }
+
+    /// Makes the writes so far durable.
+    pub fn sync(&self) -> Result<()> {
+        self.file.sync_data()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> NodeStoreStats {
+        let state = self.state.lock();
+        let mut stats = state.stats;
+        stats.live_ids = state.ids.used_blocks();
+        stats.dead_slots = state.table.as_ref().map_or(0, NodeTable::dead_slots);
+        stats
+    }
+
+    /// The state to checkpoint (free ids, the node table, the write sequence number).
+    pub fn snapshot(&self) -> StoreSnapshot {
+        let state = self.state.lock();
+        StoreSnapshot {
+            placement: self.options.placement,
+            node_bytes: self.options.layout.node_bytes(),
+            write_seq: state.write_seq,
+            free_ids: state.ids.clone(),
+            table: state.table.clone(),
+        }
+    }
+}
