@@ -12,3 +12,4 @@ pub mod adapt;
 pub mod buffer;
 pub mod cost;
 pub mod node;
+pub mod tree;

@@ -1,0 +1,209 @@
+//! The [`LaTree`] itself: its parts (node cache, buffer pool, cost model, ADAPT state per
+//! buffer), the buffered-level rule, and the node and buffer helpers the operations share.
+//!
+//! Levels are heights above the leaves (a leaf is level 0). A node carries a buffer when it
+//! is the root and inner, or when its level is a positive multiple of `K` (see the README's
+//! adaptations: buffers are anchored by height from the leaves, so growing the tree never
+//! moves them, and the root always buffers).
+
+use std::collections::HashMap;
+
+use lamina_core::Result;
+use lamina_storage::Storage;
+
+use super::options::LaTreeOptions;
+use crate::adapt::{AdaptOptions, AdaptState, REGISTERS_MAX};
+use crate::buffer::{BufferEntry, BufferId as PoolBufferId, BufferPool, BufferStore};
+use crate::cost::{CostModel, TreeShape};
+use crate::node::{
+    BufferId, InnerNode, LeafNode, Node, NodeCache, NodeCacheOptions, NodeId, NodeLayout,
+    NodeStore, NodeStoreOptions, Placement,
+};
+
+/// File of the node store.
+pub const NODE_FILE: &str = "latree.nodes";
+/// File of the buffer store.
+pub const BUFFER_FILE: &str = "latree.buffers";
+/// Node slots of the node store (out of place, dead copies count until reclamation exists).
+pub const NODE_SLOTS_MAX: u64 = 1 << 24;
+
+/// Counters of the tree's own work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TreeCounters {
+    /// Buffers emptied (at an update, a lookup or a parent's emptying).
+    pub emptyings: u64,
+    /// Node splits (one per split node, whatever its pieces).
+    pub splits: u64,
+    /// Sibling merges.
+    pub merges: u64,
+    /// Times the tree grew a level.
+    pub grows: u64,
+}
+
+/// The LA-tree, single-threaded (issue 18's tree core; no log, no recovery yet).
+#[derive(Debug)]
+pub struct LaTree {
+    pub(super) options: LaTreeOptions,
+    pub(super) layout: NodeLayout,
+    pub(super) nodes: NodeCache,
+    pub(super) pool: BufferPool,
+    pub(super) cost: CostModel,
+    pub(super) root: NodeId,
+    pub(super) next_seq: u64,
+    pub(super) next_buffer: u64,
+    pub(super) adapt: HashMap<BufferId, AdaptState>,
+    pub(super) counters: TreeCounters,
+}
+
+impl LaTree {
+    /// Creates an empty tree (one empty leaf) in `storage`, whose files must not exist.
+    pub fn create(storage: &dyn Storage, options: LaTreeOptions) -> Result<Self> {
+        options.validate()?;
+        let layout =
+            NodeLayout::new(options.node_bytes, options.key_bytes_max, options.value_bytes_max)?;
+        let placement = Placement::for_device(&options.device);
+        let store_options = NodeStoreOptions { layout, placement, slots_max: NODE_SLOTS_MAX };
+        let store = NodeStore::create(storage, NODE_FILE, store_options)?;
+        let cache_options =
+            NodeCacheOptions::from_memory_budget(options.memory_bytes, options.node_cache_percent)?;
+        let pool_bytes = cache_options.buffer_pool_bytes(options.memory_bytes) as u64;
+        let nodes = NodeCache::new(store, cache_options);
+        let buffers = BufferStore::create(storage, BUFFER_FILE, options.buffer_page_bytes)?;
+        let pool = BufferPool::new(buffers, pool_bytes)?;
+        let (_, fanout) = layout.fanout_for(options.key_bytes_max, 0);
+        let shape = TreeShape {
+            node_bytes: u64::from(options.node_bytes),
+            entry_bytes: options.mean_entry_bytes,
+            fanout: (fanout as u64).max(2),
+        };
+        let cost = CostModel::new(&options.device, shape)?;
+        let root = nodes.allocate()?;
+        nodes.put(root, Node::Leaf(LeafNode::new()))?;
+        Ok(LaTree {
+            options,
+            layout,
+            nodes,
+            pool,
+            cost,
+            root,
+            next_seq: 1,
+            next_buffer: 1,
+            adapt: HashMap::new(),
+            counters: TreeCounters::default(),
+        })
+    }
+
+    /// The options.
+    pub fn options(&self) -> &LaTreeOptions {
+        &self.options
+    }
+
+    /// The node layout.
+    pub fn layout(&self) -> &NodeLayout {
+        &self.layout
+    }
+
+    /// The tree's counters.
+    pub fn counters(&self) -> TreeCounters {
+        self.counters
+    }
+
+    /// The node cache (its store's counters are the node I/O).
+    pub fn node_cache(&self) -> &NodeCache {
+        &self.nodes
+    }
+
+    /// The buffer pool (its store's counters are the buffer I/O).
+    pub fn buffer_pool(&self) -> &BufferPool {
+        &self.pool
+    }
+
+    /// The root's level (0 while the root is a leaf).
+    pub fn root_level(&self) -> Result<u8> {
+        Ok(self.read(self.root)?.level())
+    }
+
+    /// Whether a non-root inner node at `level` carries a buffer.
+    pub(super) fn is_buffered_level(&self, level: u8) -> bool {
+        level > 0 && level.is_multiple_of(self.options.levels_per_buffer)
+    }
+
+    /// The level of the next buffered nodes (or the leaves, 0) strictly below `level`.
+    pub(super) fn next_buffered_below(&self, level: u8) -> u8 {
+        assert!(level > 0, "only inner nodes have a level below");
+        let k = self.options.levels_per_buffer;
+        (level - 1) / k * k
+    }
+
+    pub(super) fn read(&self, id: NodeId) -> Result<Node> {
+        Ok(Node::clone(&*self.nodes.get(id)?))
+    }
+
+    pub(super) fn read_inner(&self, id: NodeId) -> Result<InnerNode> {
+        match self.read(id)? {
+            Node::Inner(inner) => Ok(inner),
+            Node::Leaf(_) => unreachable!("{id} is an inner node"),
+        }
+    }
+
+    pub(super) fn write(&self, id: NodeId, node: Node) -> Result<()> {
+        assert!(node.fits(&self.layout), "only nodes that fit are written");
+        self.nodes.put(id, node).map(|_| ())
+    }
+
+    pub(super) fn new_buffer(&mut self) -> BufferId {
+        let id = BufferId(self.next_buffer);
+        self.next_buffer += 1;
+        id
+    }
+
+    pub(super) fn adapt_state(&mut self, buffer: BufferId) -> &mut AdaptState {
+        let options =
+            AdaptOptions { registers_max: REGISTERS_MAX, savings_rule: self.options.savings_rule };
+        self.adapt.entry(buffer).or_insert_with(|| AdaptState::with_options(options))
+    }
+
+    /// Entries in `buffer`.
+    pub(super) fn buffer_len(&self, buffer: BufferId) -> u64 {
+        self.pool.buffer_stats(pool_id(buffer)).entries
+    }
+
+    /// Reads `buffer` sorted by (key, seq) and forgets it (its ADAPT state too).
+    pub(super) fn take_buffer(&mut self, buffer: BufferId) -> Result<Vec<BufferEntry>> {
+        let entries = self.pool.sorted_entries(pool_id(buffer))?.collect::<Result<Vec<_>>>()?;
+        self.pool.forget(pool_id(buffer));
+        self.adapt.remove(&buffer);
+        Ok(entries)
+    }
+
+    /// Appends a sorted batch to `buffer` (a no-op for an empty batch).
+    pub(super) fn append_batch(&mut self, buffer: BufferId, batch: Vec<BufferEntry>) -> Result<()> {
+        self.pool.append_sorted_batch(pool_id(buffer), batch)
+    }
+
+    pub(super) fn next_seq(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq = seq.checked_add(1).expect("sequence numbers never run out");
+        seq
+    }
+}
+
+/// The pool's name of a node's buffer.
+pub(super) fn pool_id(buffer: BufferId) -> PoolBufferId {
+    PoolBufferId(buffer.0)
+}
+
+/// Merges two (key, seq)-sorted runs.
+pub(super) fn merge_sorted(a: Vec<BufferEntry>, b: Vec<BufferEntry>) -> Vec<BufferEntry> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        let take_a = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => x.cmp_key_seq(y).is_le(),
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return out,
+        };
+        out.push(if take_a { a.next() } else { b.next() }.expect("peeked"));
+    }
+}

@@ -1,0 +1,105 @@
+//! Emptying (section 2.1): a buffer's entries, read sorted (section 2.3), walk its subtree
+//! once down to the next buffered level, where each buffer receives its share as one sorted
+//! batch (the new Y) and ADAPT's `on_update` decides whether it empties in turn; at the
+//! leaves the entries are merged left to right, the latest sequence number of a key winning
+//! and deletes removing. Structural changes come back up as [`Pieces`] ([`super::split`]).
+
+use lamina_core::Result;
+
+use super::core::{LaTree, merge_sorted};
+use super::split::Pieces;
+use crate::adapt::Decision;
+use crate::buffer::{BufferEntry, BufferOp};
+use crate::node::{InnerNode, LeafNode, Node, NodeId};
+
+impl LaTree {
+    /// `entries` (sorted by key and seq, all within `id`'s key range, newer than anything
+    /// below `id`) arrive at node `id`: a buffered node takes them as a batch unless ADAPT
+    /// says EMPTY, then passes them and its own entries on; other nodes pass them on.
+    pub(super) fn descend(&mut self, id: NodeId, entries: Vec<BufferEntry>) -> Result<Pieces> {
+        debug_assert!(entries.is_sorted_by(|a, b| a.cmp_key_seq(b).is_le()));
+        match self.read(id)? {
+            Node::Leaf(leaf) => self.merge_into_leaf(id, leaf, &entries),
+            Node::Inner(inner) => match inner.buffer {
+                Some(buffer) => {
+                    let after = self.buffer_len(buffer) + entries.len() as u64;
+                    let limit = self.options.buffer_entries_max;
+                    if let Decision::NotEmpty = self.adapt_state(buffer).on_update(after, limit) {
+                        self.append_batch(buffer, entries)?;
+                        return Ok(Pieces::single(id));
+                    }
+                    let own = self.take_buffer(buffer)?;
+                    self.counters.emptyings += 1;
+                    self.pass_through(id, inner, merge_sorted(own, entries))
+                }
+                None => self.pass_through(id, inner, entries),
+            },
+        }
+    }
+
+    /// Empties the buffer of inner node `id` (its ADAPT state is reset) and returns the
+    /// node's pieces after the structural changes below it.
+    pub(super) fn empty_node(&mut self, id: NodeId) -> Result<Pieces> {
+        let inner = self.read_inner(id)?;
+        let buffer = inner.buffer.expect("only buffered nodes are emptied");
+        let entries = self.take_buffer(buffer)?;
+        self.counters.emptyings += 1;
+        self.pass_through(id, inner, entries)
+    }
+
+    /// Distributes `entries` to the children of `inner` (node `id`) in key order, puts their
+    /// pieces in place, rebalances the children left underfull and finishes the node.
+    pub(super) fn pass_through(
+        &mut self,
+        id: NodeId,
+        mut inner: InnerNode,
+        entries: Vec<BufferEntry>,
+    ) -> Result<Pieces> {
+        let mut parts: Vec<(usize, Vec<BufferEntry>)> = Vec::new();
+        for entry in entries {
+            let index = inner.child_index(entry.key());
+            match parts.last_mut() {
+                Some((i, part)) if *i == index => part.push(entry),
+                _ => parts.push((index, vec![entry])),
+            }
+        }
+        let mut touched = Vec::with_capacity(parts.len());
+        // Right to left, so inserting a child's pieces keeps the indices to its left.
+        for (index, part) in parts.into_iter().rev() {
+            let child = inner.children[index];
+            let pieces = self.descend(child, part)?;
+            assert_eq!(pieces.first, child, "a split keeps the node's id for its first piece");
+            if !pieces.rest.is_empty() {
+                let (separators, ids): (Vec<_>, Vec<_>) = pieces.rest.into_iter().unzip();
+                inner.insert_split(index, &separators, &ids);
+            }
+            touched.push(child);
+        }
+        self.fix_underfull(&mut inner, &touched)?;
+        self.finish_node(id, Node::Inner(inner))
+    }
+
+    /// Merges sorted `entries` into leaf `id`: per key the entry with the largest seq
+    /// decides (a put sets the value, a delete removes the key).
+    fn merge_into_leaf(
+        &mut self,
+        id: NodeId,
+        mut leaf: LeafNode,
+        entries: &[BufferEntry],
+    ) -> Result<Pieces> {
+        for (i, entry) in entries.iter().enumerate() {
+            if entries.get(i + 1).is_some_and(|next| next.key() == entry.key()) {
+                continue; // a newer entry of the same key follows
+            }
+            match entry.op() {
+                BufferOp::Put(value) => {
+                    leaf.upsert(&self.layout, entry.key(), value)?;
+                }
+                BufferOp::Delete => {
+                    leaf.remove(entry.key());
+                }
+            }
+        }
+        self.finish_node(id, Node::Leaf(leaf))
+    }
+}

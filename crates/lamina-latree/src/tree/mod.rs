@@ -1,0 +1,17 @@
+//! The LA-tree (sections 2.1-2.3, 3), single-threaded: lazy updates into the root buffer,
+//! emptying of non-leaf and leaf subtrees with splits, merges and buffer splitting, lookups
+//! through the buffers on the path with ADAPT at each, range scans resolved by sequence
+//! number, and `verify()`.
+
+mod core;
+mod empty;
+mod ops;
+mod options;
+mod scan;
+mod split;
+mod verify;
+
+pub use self::core::{BUFFER_FILE, LaTree, NODE_FILE, NODE_SLOTS_MAX, TreeCounters};
+pub use options::{BUFFER_ENTRIES_MAX, LEVELS_PER_BUFFER_MAX, LaTreeOptions};
+pub use scan::SCAN_LIMIT_MAX;
+pub use verify::TreeStats;

@@ -1,0 +1,140 @@
+//! Updates and lookups (section 2.1). An update is appended to the root buffer and ADAPT's
+//! `on_update` decides whether the root subtree is emptied; while the root is a leaf (a
+//! one-node tree) updates go straight into it. A lookup walks root to leaf; at each buffered
+//! node ADAPT's `on_lookup` gets the scan cost and the emptying cost of that subtree
+//! (section 3) and either the buffer is scanned (newest entry of the key wins; a buffer higher
+//! up is newer than one below, any buffer entry newer than the leaf) or it is emptied and the
+//! lookup starts again from the root.
+
+use lamina_core::Result;
+
+use super::core::LaTree;
+use super::split::Pieces;
+use crate::adapt::Decision;
+use crate::buffer::{BufferEntry, BufferOp};
+use crate::cost::{SubtreeKind, SubtreeStats};
+use crate::node::{BufferId, InnerNode, Node, NodeId};
+
+impl LaTree {
+    /// Inserts or overwrites `key` (refused, changing nothing, if the key or value is over
+    /// the tree's limits).
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.layout.check_entry(key, value)?;
+        let seq = self.next_seq;
+        let entry = BufferEntry::put(key, value, seq)?;
+        self.update(entry)
+    }
+
+    /// Deletes `key` (a no-op if absent).
+    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
+        self.layout.check_entry(key, b"")?;
+        let entry = BufferEntry::delete(key, self.next_seq)?;
+        self.update(entry)
+    }
+
+    fn update(&mut self, entry: BufferEntry) -> Result<()> {
+        self.next_seq();
+        let root = self.root;
+        let Node::Inner(inner) = self.read(root)? else {
+            let pieces = self.descend(root, vec![entry])?;
+            return self.finish_root(pieces);
+        };
+        let buffer = inner.buffer.expect("an inner root carries a buffer");
+        self.pool.append(super::core::pool_id(buffer), entry)?;
+        let entries = self.buffer_len(buffer);
+        let limit = self.options.buffer_entries_max;
+        if let Decision::Empty(_) = self.adapt_state(buffer).on_update(entries, limit) {
+            let pieces = self.empty_node(root)?;
+            self.finish_root(pieces)?;
+        }
+        Ok(())
+    }
+
+    /// The value of `key`, if present.
+    pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        // Buffers already offered to ADAPT in this lookup (a restart after an emptying does
+        // not count the lookup twice for them).
+        let mut consulted: Vec<BufferId> = Vec::new();
+        'restart: loop {
+            let mut path = Vec::new();
+            let mut id = self.root;
+            loop {
+                let inner = match self.read(id)? {
+                    Node::Leaf(leaf) => return Ok(leaf.get(key).map(<[u8]>::to_vec)),
+                    Node::Inner(inner) => inner,
+                };
+                path.push(id);
+                if let Some(buffer) = inner.buffer {
+                    if !consulted.contains(&buffer) {
+                        consulted.push(buffer);
+                        let (stats, kind) = self.subtree_stats(&inner, buffer);
+                        let costs = self.cost.lookup_costs(&stats, kind);
+                        if let Decision::Empty(_) = self.adapt_state(buffer).on_lookup(costs) {
+                            self.empty_on_path(&path)?;
+                            continue 'restart;
+                        }
+                    }
+                    if let Some(found) = self.pool.find(super::core::pool_id(buffer), key)? {
+                        return Ok(match found.op() {
+                            BufferOp::Put(value) => Some(value.clone()),
+                            BufferOp::Delete => None,
+                        });
+                    }
+                }
+                id = inner.child_for(key);
+            }
+        }
+    }
+
+    /// Section 3's statistics of the subtree of buffered node `inner`, estimated from its
+    /// own fanout `c` (see the README): `d` levels down to the next buffered level, `S` the
+    /// nodes of those levels (leaves included for a leaf subtree), `L = c^d` leaves.
+    pub(super) fn subtree_stats(
+        &self,
+        inner: &InnerNode,
+        buffer: BufferId,
+    ) -> (SubtreeStats, SubtreeKind) {
+        let below = self.next_buffered_below(inner.level);
+        let depth = u32::from(inner.level - below);
+        let fanout = inner.children.len() as u64;
+        let level_nodes = |i: u32| fanout.saturating_pow(i);
+        let buffer_stats = self.pool.buffer_stats(super::core::pool_id(buffer));
+        let mut stats = SubtreeStats {
+            nodes: (0..depth).map(level_nodes).fold(0, u64::saturating_add),
+            buffer_entries: buffer_stats.entries,
+            leaves: 0,
+            buffer_pages: buffer_stats.pages_spanned,
+        };
+        if below > 0 {
+            return (stats, SubtreeKind::NonLeaf);
+        }
+        stats.leaves = level_nodes(depth);
+        stats.nodes = stats.nodes.saturating_add(stats.leaves);
+        (stats, SubtreeKind::Leaf { tree_height: u64::from(inner.level) + 1 })
+    }
+
+    /// Empties the last node of `path` (root first) and puts its pieces in place up to the
+    /// root.
+    fn empty_on_path(&mut self, path: &[NodeId]) -> Result<()> {
+        let (&target, ancestors) = path.split_last().expect("a path to the emptied node");
+        let mut pieces = self.empty_node(target)?;
+        for &parent in ancestors.iter().rev() {
+            pieces = self.install(parent, pieces)?;
+        }
+        self.finish_root(pieces)
+    }
+
+    /// Puts `pieces` of a child of `parent` in place, rebalances the child if it is left
+    /// underfull and finishes `parent`.
+    fn install(&mut self, parent: NodeId, pieces: Pieces) -> Result<Pieces> {
+        let mut inner = self.read_inner(parent)?;
+        let child = pieces.first;
+        if !pieces.rest.is_empty() {
+            let index = inner.children.iter().position(|&c| c == child).expect("a child");
+            let (separators, ids): (Vec<_>, Vec<_>) = pieces.rest.into_iter().unzip();
+            inner.insert_split(index, &separators, &ids);
+        }
+        self.fix_underfull(&mut inner, &[child])?;
+        self.finish_node(parent, Node::Inner(inner))
+    }
+}

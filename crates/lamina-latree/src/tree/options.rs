@@ -1,0 +1,80 @@
+//! The tree's options (issue 18): node size and entry limits, `K`, `U`, the memory split
+//! between the buffer pool and the node cache, the device profile behind the cost model and
+//! ADAPT's savings rule.
+
+use lamina_core::{Error, Result};
+use lamina_storage::DeviceProfile;
+
+use crate::adapt::SavingsRule;
+
+/// Largest `K` accepted (levels between buffered levels).
+pub const LEVELS_PER_BUFFER_MAX: u8 = 8;
+/// Largest `U` accepted (entries in one buffer).
+pub const BUFFER_ENTRIES_MAX: u64 = 1 << 24;
+
+/// How a [`super::LaTree`] is built.
+#[derive(Debug, Clone)]
+pub struct LaTreeOptions {
+    /// Bytes of a node on flash.
+    pub node_bytes: u32,
+    /// Longest key the tree takes (checked at `put`, so an emptying never meets an entry
+    /// its leaves cannot hold).
+    pub key_bytes_max: usize,
+    /// Longest value the tree takes.
+    pub value_bytes_max: usize,
+    /// `K`: buffers sit on inner nodes whose level (height above the leaves) is a multiple
+    /// of `K`, and on the root (section 2.1; default 2). See the README's adaptations.
+    pub levels_per_buffer: u8,
+    /// `U`, in entries: an update taking a buffer past this many entries empties it
+    /// (Algorithm 1 lines 11-13).
+    pub buffer_entries_max: u64,
+    /// Page size of the buffer store.
+    pub buffer_page_bytes: u32,
+    /// Memory for the buffer pool and the node cache together.
+    pub memory_bytes: usize,
+    /// The node cache's share of `memory_bytes` in percent (section 4.2: 25).
+    pub node_cache_percent: u32,
+    /// The device the cost model of section 3 describes.
+    pub device: DeviceProfile,
+    /// Mean encoded bytes of a buffer entry, for the cost model's `b_w` and `R_b`.
+    pub mean_entry_bytes: u64,
+    /// ADAPT's savings rule (default the paper's).
+    pub savings_rule: SavingsRule,
+}
+
+impl LaTreeOptions {
+    /// Defaults for `device`: 4 KiB nodes, keys up to 64 bytes and values up to 256 bytes,
+    /// `K = 2`, `U = 4096` entries, 512-byte buffer pages on raw NAND and 4 KiB otherwise,
+    /// 64 MiB of memory with 25% for nodes, 32-byte mean entries.
+    pub fn for_device(device: DeviceProfile) -> Self {
+        let buffer_page_bytes = if device.name == "nand-toshiba" { 512 } else { 4096 };
+        LaTreeOptions {
+            node_bytes: 4096,
+            key_bytes_max: 64,
+            value_bytes_max: 256,
+            levels_per_buffer: 2,
+            buffer_entries_max: 4096,
+            buffer_page_bytes,
+            memory_bytes: 64 << 20,
+            node_cache_percent: 25,
+            device,
+            mean_entry_bytes: 32,
+            savings_rule: SavingsRule::Paper,
+        }
+    }
+
+    /// Refuses options out of range (the node layout and stores check their own).
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=LEVELS_PER_BUFFER_MAX).contains(&self.levels_per_buffer) {
+            let reason =
+                format!("K = {} is not in 1..={LEVELS_PER_BUFFER_MAX}", self.levels_per_buffer);
+            return Err(Error::option("levels_per_buffer", reason));
+        }
+        if !(1..=BUFFER_ENTRIES_MAX).contains(&self.buffer_entries_max) {
+            let reason =
+                format!("U = {} is not in 1..={BUFFER_ENTRIES_MAX}", self.buffer_entries_max);
+            return Err(Error::option("buffer_entries_max", reason));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,99 @@
+//! Range scans (section 2.1): the leaves holding the range, in key order, and the entries of
+//! every buffer above them (each buffer read once), resolved per key by sequence number:
+//! the newest buffer entry wins over older ones and over the leaf, deletes shadow. The tree
+//! is walked depth first in key order rather than along the sibling links, so that each
+//! buffer is met exactly when its subtree's leaves are (see the README's adaptations).
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use lamina_core::Result;
+
+use super::core::{LaTree, pool_id};
+use crate::buffer::BufferOp;
+use crate::node::{Node, NodeId};
+
+/// Most entries one scan returns.
+pub const SCAN_LIMIT_MAX: usize = 1 << 20;
+
+/// Newest known state of a key met so far: (seq, value or `None` for deleted); leaves are
+/// seq 0.
+type Resolved = BTreeMap<Vec<u8>, (u64, Option<Vec<u8>>)>;
+
+impl LaTree {
+    /// Up to `limit` (at most [`SCAN_LIMIT_MAX`]) live pairs with `start <= key < end`
+    /// (`end` `None`: to the last key), in key order.
+    pub fn range(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let limit = limit.min(SCAN_LIMIT_MAX);
+        let mut resolved = Resolved::new();
+        self.scan_node(self.root, start, end, limit, &mut resolved)?;
+        Ok(resolved
+            .into_iter()
+            .filter_map(|(key, (_, value))| value.map(|v| (key, v)))
+            .take(limit)
+            .collect())
+    }
+
+    /// Scans `id` (whose range meets `[start, end)`); returns true once `limit` live pairs
+    /// below the node's high end are final.
+    fn scan_node(
+        &self,
+        id: NodeId,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        resolved: &mut Resolved,
+    ) -> Result<bool> {
+        let in_range = |key: &[u8]| key >= start && end.is_none_or(|end| key < end);
+        match self.read(id)? {
+            Node::Leaf(leaf) => {
+                for entry in leaf.entries.iter().filter(|e| in_range(&e.key)) {
+                    resolved.entry(entry.key.clone()).or_insert((0, Some(entry.value.clone())));
+                }
+                // Every buffer above this leaf has been read: keys up to its last are final.
+                let high = leaf.last_key().map(<[u8]>::to_vec);
+                let live = resolved
+                    .range::<[u8], _>((
+                        Bound::Unbounded,
+                        high.as_deref().map_or(Bound::Unbounded, Bound::Included),
+                    ))
+                    .filter(|(_, (_, v))| v.is_some())
+                    .count();
+                Ok(high.is_some() && live >= limit)
+            }
+            Node::Inner(inner) => {
+                if let Some(buffer) = inner.buffer {
+                    for entry in self.pool.read(pool_id(buffer))?.newest_first() {
+                        if !in_range(entry.key()) {
+                            continue;
+                        }
+                        let value = match entry.op() {
+                            BufferOp::Put(value) => Some(value.clone()),
+                            BufferOp::Delete => None,
+                        };
+                        let slot = resolved.entry(entry.key().to_vec()).or_insert((0, None));
+                        if entry.seq() > slot.0 {
+                            *slot = (entry.seq(), value);
+                        }
+                    }
+                }
+                let first = inner.child_index(start);
+                for index in first..inner.children.len() {
+                    let (low, _) = inner.child_bounds(index);
+                    if index > first && end.is_some_and(|end| low.is_some_and(|low| low >= end)) {
+                        break;
+                    }
+                    if self.scan_node(inner.children[index], start, end, limit, resolved)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+        }
+    }
+}

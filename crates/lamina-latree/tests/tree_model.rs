@@ -1,0 +1,140 @@
+//! The tree against a `BTreeMap` oracle: random puts, deletes, gets and range scans on small
+//! nodes with a small `U`, so emptyings, splits, merges and buffer splits happen constantly;
+//! `verify()` after every step. Memory backend, `nand-toshiba` and `ssd-msp7525` profiles.
+
+use std::collections::BTreeMap;
+
+use lamina_latree::adapt::SavingsRule;
+use lamina_latree::node::NodeLayout;
+use lamina_latree::tree::{LaTree, LaTreeOptions};
+use lamina_storage::{DeviceProfile, MemoryStorage};
+use proptest::prelude::*;
+
+const KEY_BYTES_MAX: usize = 4;
+const VALUE_BYTES_MAX: usize = 12;
+
+fn options(device: DeviceProfile, k: u8, u: u64, rule: SavingsRule) -> LaTreeOptions {
+    let mut options = LaTreeOptions::for_device(device);
+    options.node_bytes = NodeLayout::node_bytes_min_for(KEY_BYTES_MAX, VALUE_BYTES_MAX).max(96);
+    options.key_bytes_max = KEY_BYTES_MAX;
+    options.value_bytes_max = VALUE_BYTES_MAX;
+    options.levels_per_buffer = k;
+    options.buffer_entries_max = u;
+    options.buffer_page_bytes = 512;
+    options.memory_bytes = 2048;
+    options.savings_rule = rule;
+    options
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u16, Vec<u8>),
+    Delete(u16),
+    Get(u16),
+    Range(u16, u16, usize),
+}
+
+fn key(k: u16) -> Vec<u8> {
+    format!("{k:04}").into_bytes()
+}
+
+fn op(keys: u16) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => (0..keys, prop::collection::vec(any::<u8>(), 0..=VALUE_BYTES_MAX))
+            .prop_map(|(k, v)| Op::Put(k, v)),
+        2 => (0..keys).prop_map(Op::Delete),
+        3 => (0..keys).prop_map(Op::Get),
+        1 => (0..keys, 0..keys, 0usize..40).prop_map(|(a, b, n)| Op::Range(a.min(b), a.max(b), n)),
+    ]
+}
+
+fn run(options: LaTreeOptions, ops: &[Op]) -> LaTree {
+    let storage = MemoryStorage::new();
+    let mut tree = LaTree::create(&storage, options).unwrap();
+    let mut oracle: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    for (step, op) in ops.iter().enumerate() {
+        match op {
+            Op::Put(k, v) => {
+                tree.put(&key(*k), v).unwrap();
+                oracle.insert(key(*k), v.clone());
+            }
+            Op::Delete(k) => {
+                tree.delete(&key(*k)).unwrap();
+                oracle.remove(&key(*k));
+            }
+            Op::Get(k) => {
+                assert_eq!(
+                    tree.get(&key(*k)).unwrap(),
+                    oracle.get(&key(*k)).cloned(),
+                    "step {step}: {op:?}"
+                );
+            }
+            Op::Range(a, b, n) => {
+                let got = tree.range(&key(*a), Some(&key(*b)), *n).unwrap();
+                let want: Vec<_> = oracle
+                    .range(key(*a)..key(*b))
+                    .take(*n)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                assert_eq!(got, want, "step {step}: {op:?}");
+            }
+        }
+        let stats = tree.verify().unwrap_or_else(|e| panic!("step {step} ({op:?}): {e}"));
+        // Counts: every live key is in a leaf or a buffer; every leaf entry is live or has a
+        // pending update in a buffer.
+        let live = oracle.len() as u64;
+        assert!(live <= stats.leaf_entries + stats.buffer_entries, "step {step}: {stats:?}");
+        assert!(stats.leaf_entries <= live + stats.buffer_entries, "step {step}: {stats:?}");
+    }
+    let all = tree.range(&key(0), None, usize::MAX).unwrap();
+    let want: Vec<_> = oracle.into_iter().collect();
+    assert_eq!(all, want);
+    tree
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn nand_k2_matches_the_oracle(ops in prop::collection::vec(op(300), 1..400)) {
+        let _ = run(options(DeviceProfile::nand_toshiba(), 2, 6, SavingsRule::Paper), &ops);
+    }
+
+    #[test]
+    fn ssd_k2_matches_the_oracle(ops in prop::collection::vec(op(300), 1..400)) {
+        let _ = run(options(DeviceProfile::ssd_msp7525(), 2, 6, SavingsRule::Paper), &ops);
+    }
+
+    #[test]
+    fn nand_k1_break_even_matches_the_oracle(ops in prop::collection::vec(op(200), 1..400)) {
+        let _ = run(options(DeviceProfile::nand_toshiba(), 1, 3, SavingsRule::BreakEven), &ops);
+    }
+
+    #[test]
+    fn ssd_k3_few_keys_matches_the_oracle(ops in prop::collection::vec(op(40), 1..400)) {
+        let _ = run(options(DeviceProfile::ssd_msp7525(), 3, 4, SavingsRule::Paper), &ops);
+    }
+}
+
+#[test]
+fn a_long_sequence_grows_and_shrinks_the_tree() {
+    let mut ops = Vec::new();
+    let k = |x: u32| (x % 2000) as u16;
+    for i in 0..3000u32 {
+        ops.push(Op::Put(k(i * 7919), vec![(i % 251) as u8; (i % 13) as usize]));
+        if i % 3 == 0 {
+            ops.push(Op::Get(k(i * 31)));
+        }
+    }
+    for i in 0..2000u32 {
+        ops.push(Op::Delete(k(i * 613)));
+        if i % 5 == 0 {
+            ops.push(Op::Range(k(i), k(i + 50).max(k(i)), 20));
+        }
+    }
+    let tree = run(options(DeviceProfile::nand_toshiba(), 2, 8, SavingsRule::Paper), &ops);
+    let counters = tree.counters();
+    assert!(counters.grows >= 2, "{counters:?}");
+    assert!(counters.splits > 100 && counters.merges > 100, "{counters:?}");
+    assert!(counters.emptyings > 500, "{counters:?}");
+}
