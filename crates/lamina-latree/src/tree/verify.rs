@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use lamina_core::{Error, Result};
 
 use super::core::{LaTree, NODE_FILE, pool_id};
+use crate::node::layout::HEIGHT_MAX;
 use crate::node::{BufferId, Node, NodeContext, NodeId, verify_node};
 
 /// What `verify()` counted.
@@ -27,6 +28,8 @@ pub struct TreeStats {
     pub buffers: u64,
     /// Entries in those buffers.
     pub buffer_entries: u64,
+    /// Entries in the buffers of each level (index: level).
+    pub buffer_entries_per_level: [u64; HEIGHT_MAX as usize],
 }
 
 struct Walk {
@@ -108,6 +111,7 @@ impl LaTree {
                             return Err(broken(id, "a buffer entry outside the node's range"));
                         }
                         walk.stats.buffer_entries += 1;
+                        walk.stats.buffer_entries_per_level[usize::from(level)] += 1;
                     }
                 }
                 for index in 0..inner.children.len() {

@@ -1,0 +1,106 @@
+//! I/O counts of a fixed sequence are deterministic (asserted exactly, so any change in how
+//! the tree reads or writes shows up here), ADAPT empties buffers at lookups when lookups
+//! follow updates on a profile with real costs, and bad input changes nothing.
+
+use lamina_core::Error;
+use lamina_latree::node::NodeLayout;
+use lamina_latree::tree::{LaTree, LaTreeOptions};
+use lamina_storage::{DeviceProfile, MemoryStorage};
+
+fn options(device: DeviceProfile) -> LaTreeOptions {
+    let mut options = LaTreeOptions::for_device(device);
+    options.node_bytes = NodeLayout::node_bytes_min_for(8, 16).max(256);
+    options.key_bytes_max = 8;
+    options.value_bytes_max = 16;
+    options.buffer_entries_max = 64;
+    options.buffer_page_bytes = 512;
+    options.memory_bytes = 1024;
+    options
+}
+
+fn key(k: u32) -> Vec<u8> {
+    format!("{k:08}").into_bytes()
+}
+
+/// (node reads, node writes, buffer units written, buffer pages written, buffer units read,
+/// buffer pages read, emptyings, splits, merges, grows) after `run`.
+type Counts = [u64; 10];
+
+fn counts(tree: &LaTree) -> Counts {
+    let nodes = tree.node_cache().store().stats();
+    let buffers = tree.buffer_pool().stats().store;
+    let c = tree.counters();
+    [
+        nodes.node_reads,
+        nodes.node_writes,
+        buffers.units_written,
+        buffers.pages_written,
+        buffers.units_read,
+        buffers.pages_read,
+        c.emptyings,
+        c.splits,
+        c.merges,
+        c.grows,
+    ]
+}
+
+/// 3000 updates (puts, every third a delete), then 1000 lookups.
+fn run(device: DeviceProfile) -> (LaTree, u64) {
+    let storage = MemoryStorage::new();
+    let mut tree = LaTree::create(&storage, options(device)).unwrap();
+    for i in 0..3000u32 {
+        let k = key((i * 7919) % 1000);
+        if i % 3 == 2 {
+            tree.delete(&k).unwrap();
+        } else {
+            tree.put(&k, &i.to_le_bytes()).unwrap();
+        }
+    }
+    let emptyings_after_updates = tree.counters().emptyings;
+    for i in 0..1000u32 {
+        tree.get(&key((i * 13) % 1000)).unwrap();
+    }
+    tree.verify().unwrap();
+    (tree, emptyings_after_updates)
+}
+
+#[test]
+fn io_counts_of_a_fixed_sequence() {
+    let (nand, _) = run(DeviceProfile::nand_toshiba());
+    let (ssd, _) = run(DeviceProfile::ssd_msp7525());
+    // The SSD profile's random reads are cheap next to its writes, so ADAPT empties the
+    // root buffer less often at lookups there and the lookups scan it more.
+    assert_eq!(counts(&nand), [7101, 2138, 46, 46, 78, 78, 46, 71, 0, 2]);
+    assert_eq!(counts(&ssd), [6854, 2090, 46, 46, 1046, 1046, 45, 71, 0, 2]);
+    let (again, _) = run(DeviceProfile::nand_toshiba());
+    assert_eq!(counts(&again), counts(&nand), "deterministic");
+}
+
+#[test]
+fn adapt_empties_at_lookups_on_the_nand_profile() {
+    let (tree, after_updates) = run(DeviceProfile::nand_toshiba());
+    assert!(tree.counters().emptyings > after_updates, "{:?}", tree.counters());
+    let (host, host_after_updates) = run(DeviceProfile::host());
+    assert_eq!(host.counters().emptyings, host_after_updates, "host: free scans never empty");
+}
+
+#[test]
+fn oversized_keys_and_values_are_refused_and_change_nothing() {
+    let storage = MemoryStorage::new();
+    let mut tree = LaTree::create(&storage, options(DeviceProfile::nand_toshiba())).unwrap();
+    tree.put(b"a", b"1").unwrap();
+    let before = tree.verify().unwrap();
+    let long_key = [b'k'; 9];
+    let long_value = [0u8; 17];
+    for result in [
+        tree.put(&long_key, b"v"),
+        tree.put(b"b", &long_value),
+        tree.delete(&long_key),
+        tree.put(b"", b"v"),
+    ] {
+        assert!(matches!(result, Err(Error::InvalidArgument(_))), "{result:?}");
+    }
+    assert_eq!(tree.verify().unwrap(), before);
+    assert_eq!(tree.get(b"a").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(tree.get(b"b").unwrap(), None);
+}
