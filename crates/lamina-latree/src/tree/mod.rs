@@ -15,3 +15,6 @@ pub use self::core::{BUFFER_FILE, LaTree, NODE_FILE, NODE_SLOTS_MAX, TreeCounter
 pub use options::{BUFFER_ENTRIES_MAX, LEVELS_PER_BUFFER_MAX, LaTreeOptions};
 pub use scan::SCAN_LIMIT_MAX;
 pub use verify::TreeStats;
+
+#[cfg(test)]
+mod verify_tests;
