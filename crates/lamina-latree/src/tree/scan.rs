@@ -20,6 +20,14 @@ pub const SCAN_LIMIT_MAX: usize = 1 << 20;
 /// seq 0.
 type Resolved = BTreeMap<Vec<u8>, (u64, Option<Vec<u8>>)>;
 
+/// The prefix of the resolved keys no later buffer can change: keys up to `upto`, of which
+/// `live` are not deleted.
+#[derive(Default)]
+struct Final {
+    upto: Option<Vec<u8>>,
+    live: usize,
+}
+
 impl LaTree {
     /// Up to `limit` (at most [`SCAN_LIMIT_MAX`]) live pairs with `start <= key < end`
     /// (`end` `None`: to the last key), in key order.
@@ -31,7 +39,8 @@ impl LaTree {
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let limit = limit.min(SCAN_LIMIT_MAX);
         let mut resolved = Resolved::new();
-        self.scan_node(self.root, start, end, limit, &mut resolved)?;
+        let mut final_ = Final::default();
+        self.scan_node(self.root, start, end, limit, &mut resolved, &mut final_)?;
         Ok(resolved
             .into_iter()
             .filter_map(|(key, (_, value))| value.map(|v| (key, v)))
@@ -48,6 +57,7 @@ impl LaTree {
         end: Option<&[u8]>,
         limit: usize,
         resolved: &mut Resolved,
+        final_: &mut Final,
     ) -> Result<bool> {
         let in_range = |key: &[u8]| key >= start && end.is_none_or(|end| key < end);
         match self.read(id)? {
@@ -55,16 +65,16 @@ impl LaTree {
                 for entry in leaf.entries.iter().filter(|e| in_range(&e.key)) {
                     resolved.entry(entry.key.clone()).or_insert((0, Some(entry.value.clone())));
                 }
-                // Every buffer above this leaf has been read: keys up to its last are final.
-                let high = leaf.last_key().map(<[u8]>::to_vec);
-                let live = resolved
-                    .range::<[u8], _>((
-                        Bound::Unbounded,
-                        high.as_deref().map_or(Bound::Unbounded, Bound::Included),
-                    ))
-                    .filter(|(_, (_, v))| v.is_some())
+                // Every buffer above this leaf has been read: keys up to its last are final
+                // (buffers of later subtrees hold only larger keys).
+                let Some(high) = leaf.last_key() else { return Ok(false) };
+                let low = final_.upto.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+                final_.live += resolved
+                    .range::<[u8], _>((low, Bound::Included(high)))
+                    .filter(|(_, (_, value))| value.is_some())
                     .count();
-                Ok(high.is_some() && live >= limit)
+                final_.upto = Some(high.to_vec());
+                Ok(final_.live >= limit)
             }
             Node::Inner(inner) => {
                 if let Some(buffer) = inner.buffer {
@@ -88,7 +98,7 @@ impl LaTree {
                     if index > first && end.is_some_and(|end| low.is_some_and(|low| low >= end)) {
                         break;
                     }
-                    if self.scan_node(inner.children[index], start, end, limit, resolved)? {
+                    if self.scan_node(inner.children[index], start, end, limit, resolved, final_)? {
                         return Ok(true);
                     }
                 }
