@@ -6,7 +6,9 @@
 //! Built so far (issue 18, in progress): the ADAPT algorithm and the offline optimum it is
 //! measured against (`adapt`), the cost model of section 3 (`cost`), the buffers' on-flash
 //! layout and write-coalescing pool (`buffer`), and the nodes, their table and cache
-//! (`node`). The tree that puts them together is not built yet.
+//! (`node`), and the single-threaded tree core that puts them together (`tree`: lazy updates,
+//! emptying with splits, merges and buffer splitting, lookups with ADAPT, range scans,
+//! `verify()`). Concurrency, logging and recovery are not built yet.
 
 pub mod adapt;
 pub mod buffer;
