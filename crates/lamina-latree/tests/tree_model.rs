@@ -116,8 +116,7 @@ proptest! {
     }
 }
 
-#[test]
-fn a_long_sequence_grows_and_shrinks_the_tree() {
+fn long_sequence() -> Vec<Op> {
     let mut ops = Vec::new();
     let k = |x: u32| (x % 2000) as u16;
     for i in 0..3000u32 {
@@ -132,9 +131,24 @@ fn a_long_sequence_grows_and_shrinks_the_tree() {
             ops.push(Op::Range(k(i), k(i + 50).max(k(i)), 20));
         }
     }
+    ops
+}
+
+#[test]
+fn a_long_sequence_grows_and_shrinks_the_tree() {
+    let ops = long_sequence();
     let tree = run(options(DeviceProfile::nand_toshiba(), 2, 8, SavingsRule::Paper), &ops);
     let counters = tree.counters();
     assert!(counters.grows >= 2, "{counters:?}");
     assert!(counters.splits > 100 && counters.merges > 100, "{counters:?}");
     assert!(counters.emptyings > 500, "{counters:?}");
+}
+
+#[test]
+fn a_long_sequence_with_every_level_buffered_splits_and_merges_full_buffers() {
+    let ops = long_sequence();
+    let tree = run(options(DeviceProfile::nand_toshiba(), 1, 8, SavingsRule::BreakEven), &ops);
+    let counters = tree.counters();
+    assert!(counters.splits > 100 && counters.merges > 100, "{counters:?}");
+    assert!(counters.buffers_redistributed > 10, "{counters:?}");
 }

@@ -38,6 +38,9 @@ pub struct TreeCounters {
     pub merges: u64,
     /// Times the tree grew a level.
     pub grows: u64,
+    /// Splits, borrows and merges of buffered nodes whose buffers held entries, which were
+    /// moved to the node whose range holds them.
+    pub buffers_redistributed: u64,
 }
 
 /// The LA-tree, single-threaded (issue 18's tree core; no log, no recovery yet).

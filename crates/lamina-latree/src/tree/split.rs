@@ -65,6 +65,9 @@ impl LaTree {
         entries: Vec<BufferEntry>,
     ) -> Result<()> {
         assert_eq!(separators.len() + 1, buffers.len());
+        if !entries.is_empty() {
+            self.counters.buffers_redistributed += 1;
+        }
         let mut parts: Vec<Vec<BufferEntry>> = vec![Vec::new(); buffers.len()];
         for entry in entries {
             let index = separators.partition_point(|s| s.as_slice() <= entry.key());
@@ -117,6 +120,9 @@ impl LaTree {
             Rebalanced::Merged { .. } => {
                 self.counters.merges += 1;
                 if let Some(buffer) = buffers[0] {
+                    if !entries.is_empty() {
+                        self.counters.buffers_redistributed += 1;
+                    }
                     self.append_batch(buffer, entries)?;
                 }
                 inner.remove_merged(left + 1);
