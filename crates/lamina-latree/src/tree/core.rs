@@ -52,6 +52,8 @@ pub struct LaTree {
     pub(super) pool: BufferPool,
     pub(super) cost: CostModel,
     pub(super) root: NodeId,
+    /// The root's level (`H - 1`).
+    pub(super) root_level: u8,
     pub(super) next_seq: u64,
     pub(super) next_buffer: u64,
     pub(super) adapt: HashMap<BufferId, AdaptState>,
@@ -89,6 +91,7 @@ impl LaTree {
             pool,
             cost,
             root,
+            root_level: 0,
             next_seq: 1,
             next_buffer: 1,
             adapt: HashMap::new(),
@@ -122,8 +125,8 @@ impl LaTree {
     }
 
     /// The root's level (0 while the root is a leaf).
-    pub fn root_level(&self) -> Result<u8> {
-        Ok(self.read(self.root)?.level())
+    pub fn root_level(&self) -> u8 {
+        self.root_level
     }
 
     /// Whether a non-root inner node at `level` carries a buffer.

@@ -88,7 +88,8 @@ impl LaTree {
 
     /// Section 3's statistics of the subtree of buffered node `inner`, estimated from its
     /// own fanout `c` (see the README): `d` levels down to the next buffered level, `S` the
-    /// nodes of those levels (leaves included for a leaf subtree), `L = c^d` leaves.
+    /// nodes of those levels (leaves included for a leaf subtree), `L = c^d` leaves, `H` the
+    /// whole tree's height.
     pub(super) fn subtree_stats(
         &self,
         inner: &InnerNode,
@@ -110,7 +111,7 @@ impl LaTree {
         }
         stats.leaves = level_nodes(depth);
         stats.nodes = stats.nodes.saturating_add(stats.leaves);
-        (stats, SubtreeKind::Leaf { tree_height: u64::from(inner.level) + 1 })
+        (stats, SubtreeKind::Leaf { tree_height: u64::from(self.root_level) + 1 })
     }
 
     /// Empties the last node of `path` (root first) and puts its pieces in place up to the

@@ -161,6 +161,7 @@ impl LaTree {
             let child = root.children[0];
             self.nodes.free(self.root)?;
             self.root = child;
+            self.root_level = root.level - 1;
             match self.read(child)? {
                 Node::Leaf(_) => pieces = self.descend(child, entries)?,
                 Node::Inner(mut inner) => {
@@ -205,6 +206,7 @@ impl LaTree {
         let root = InnerNode { level, separators, children, buffer: Some(buffer) };
         let id = self.nodes.allocate()?;
         self.root = id;
+        self.root_level = level;
         self.finish_node(id, Node::Inner(root))
     }
 }

@@ -43,6 +43,10 @@ impl LaTree {
     /// node and the broken invariant.
     pub fn verify(&self) -> Result<TreeStats> {
         let root_level = self.read(self.root)?.level();
+        if root_level != self.root_level {
+            let reason = format!("root at level {root_level}, the tree says {}", self.root_level);
+            return Err(broken(self.root, &reason));
+        }
         let mut walk = Walk {
             stats: TreeStats { root_level, ..TreeStats::default() },
             leaves: Vec::new(),
