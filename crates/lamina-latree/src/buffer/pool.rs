@@ -246,6 +246,11 @@ impl BufferPool {
         Ok(())
     }
 
+    /// The buffers the pool holds entries of, in id order.
+    pub fn buffer_ids(&self) -> impl Iterator<Item = BufferId> + '_ {
+        self.buffers.keys().copied()
+    }
+
     /// Statistics of `buffer` (zeros for an unknown buffer).
     pub fn buffer_stats(&self, buffer: BufferId) -> BufferStats {
         self.buffers.get(&buffer).map(BufferState::stats).unwrap_or_default()

@@ -2,7 +2,7 @@
 //! bounds; children are one level below their parent, so all leaves are at one depth; the
 //! leaves are chained left to right by their sibling links, the last with none; exactly the
 //! root (when inner) and the inner nodes at buffered levels carry a buffer, no two nodes one;
-//! every buffer entry lies in its node's key range; the pool knows no buffer the tree does
+//! every buffer entry lies in its node's key range; the pool holds no buffer the tree does
 //! not name.
 
 use std::collections::HashSet;
@@ -63,11 +63,11 @@ impl LaTree {
         {
             return Err(broken(last, "the last leaf has a right sibling"));
         }
-        let known = self.pool.stats().buffers;
-        if known > walk.stats.buffers {
-            let reason =
-                format!("the pool knows {known} buffers, the tree names {}", walk.stats.buffers);
-            return Err(Error::corruption(NODE_FILE, 0, reason));
+        for buffer in self.pool.buffer_ids() {
+            if !walk.buffers.contains(&BufferId(buffer.0)) {
+                let reason = format!("the pool holds buffer {buffer:?}, which no node names");
+                return Err(Error::corruption(NODE_FILE, 0, reason));
+            }
         }
         Ok(walk.stats)
     }

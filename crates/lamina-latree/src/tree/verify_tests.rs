@@ -83,3 +83,12 @@ fn a_child_on_the_wrong_level_is_found() {
     tree.write(tree.root, Node::Inner(root)).unwrap();
     assert_broken(&tree, "level");
 }
+
+#[test]
+fn an_orphaned_buffer_is_found() {
+    let storage = MemoryStorage::new();
+    let mut tree = tree(&storage);
+    let entry = BufferEntry::put(b"000000000001", b"x", u64::MAX).unwrap();
+    tree.pool.append(pool_id(crate::node::BufferId(u64::MAX)), entry).unwrap();
+    assert_broken(&tree, "which no node names");
+}
