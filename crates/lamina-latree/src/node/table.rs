@@ -13,7 +13,6 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use lamina_core::checksum::masked_crc32c;
 use lamina_core::codec::{Decode, DecodeError, Encode, Reader, put_varint, varint_len};
 use lamina_core::{Error, Result};
 use lamina_storage::StorageFile;
@@ -129,10 +128,7 @@ impl Encode for NodeTable {
     }
 
     fn encode_to(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        self.encode_body(out);
-        let crc = masked_crc32c(&out[start..]);
-        out.extend_from_slice(&crc.to_le_bytes());
+        lamina_core::checksum::seal(out, |out| self.encode_body(out));
     }
 }
 

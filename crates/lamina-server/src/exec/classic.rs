@@ -92,17 +92,32 @@ impl Exec<'_> {
         out: &mut Vec<u8>,
         effects: &mut Effects,
     ) -> Result<()> {
+        // Values go straight into `out`; an engine error midway takes them back out, so the
+        // request is answered with one SERVER_ERROR line rather than half a reply.
+        let start = out.len();
+        let result = self.get_values(keys, with_cas, touch, out, effects);
+        if result.is_err() {
+            out.truncate(start);
+        }
+        result
+    }
+
+    fn get_values(
+        &self,
+        keys: &[Vec<u8>],
+        with_cas: bool,
+        touch: Option<ExpTime>,
+        reply: &mut Vec<u8>,
+        effects: &mut Effects,
+    ) -> Result<()> {
         let counters = &self.shared.counters;
-        // Replies are built in a side buffer so that an engine error midway answers with
-        // one SERVER_ERROR line rather than half a reply.
-        let mut reply = Vec::new();
         for key in keys {
             bump(&counters.cmd_get);
             let hit = match touch {
                 None => self.read(key, |item| {
                     item.map(|item| {
                         let cas = with_cas.then_some(item.header.cas);
-                        push_value(&mut reply, key, item.header.client_flags, item.data, cas);
+                        push_value(reply, key, item.header.client_flags, item.data, cas);
                     })
                 })?,
                 Some(exptime) => {
@@ -133,8 +148,7 @@ impl Exec<'_> {
                 (false, true) => bump(&counters.touch_misses),
             }
         }
-        out.extend_from_slice(&reply);
-        out.extend_from_slice(b"END\r\n");
+        reply.extend_from_slice(b"END\r\n");
         Ok(())
     }
 
@@ -185,13 +199,8 @@ impl Exec<'_> {
                 return Ok((true, StoreOutcome { outcome: Stored::Stored, cas: 0, size: 0 }));
             };
             let cas = self.cas_token(new_cas)?;
-            let header = ItemHeader {
-                state: 0,
-                client_flags: request.client_flags,
-                cas,
-                expires_at_secs,
-                flush_epoch: self.flush_epoch,
-            };
+            let header =
+                ItemHeader { cas, ..self.new_header(request.client_flags, expires_at_secs) };
             db.put(key, &ItemWrite { header, data: [data, &[]] }.encode())?;
             bump(&counters.total_items);
             let outcome = StoreOutcome { outcome: Stored::Stored, cas, size: data.len() };
@@ -214,19 +223,13 @@ impl Exec<'_> {
             let (header, pieces) = match (request.mode, item) {
                 (StoreMode::Add, Some(_)) => return refuse(Stored::NotStored),
                 // `ms ... MA N<ttl>`: append or prepend to a missing item creates it.
-                (StoreMode::Append | StoreMode::Prepend, None) if request.vivify.is_some() => {
-                    let exptime = request.vivify.unwrap_or(0);
+                (StoreMode::Append | StoreMode::Prepend, None)
+                    if let Some(exptime) = request.vivify =>
+                {
                     let Some(expires_at_secs) = expiry_at(exptime, self.now_secs) else {
                         return refuse(Stored::NotStored);
                     };
-                    let header = ItemHeader {
-                        state: 0,
-                        client_flags: request.client_flags,
-                        cas: 0,
-                        expires_at_secs,
-                        flush_epoch: self.flush_epoch,
-                    };
-                    (header, [data, &[][..]])
+                    (self.new_header(request.client_flags, expires_at_secs), [data, &[][..]])
                 }
                 (StoreMode::Replace | StoreMode::Append | StoreMode::Prepend, None) => {
                     return refuse(Stored::NotStored);
@@ -240,14 +243,7 @@ impl Exec<'_> {
                             StoreOutcome { outcome: Stored::Stored, cas: 0, size: 0 },
                         ));
                     };
-                    let header = ItemHeader {
-                        state: 0,
-                        client_flags: request.client_flags,
-                        cas: 0,
-                        expires_at_secs,
-                        flush_epoch: self.flush_epoch,
-                    };
-                    (header, [data, &[][..]])
+                    (self.new_header(request.client_flags, expires_at_secs), [data, &[][..]])
                 }
             };
             let size = pieces[0].len() + pieces[1].len();
@@ -272,6 +268,18 @@ impl Exec<'_> {
             }
         }
         Ok((wrote, outcome))
+    }
+
+    /// The header of a newly created item (no state bits, the current flush epoch); the
+    /// CAS token is set when the item is written.
+    pub(crate) fn new_header(&self, client_flags: u32, expires_at_secs: u64) -> ItemHeader {
+        ItemHeader {
+            state: 0,
+            client_flags,
+            cas: 0,
+            expires_at_secs,
+            flush_epoch: self.flush_epoch,
+        }
     }
 
     /// A fresh CAS token, or the client's (meta `E`).
@@ -352,13 +360,7 @@ impl Exec<'_> {
                     return Ok((Change::Keep, ArithOutcome::NotFound));
                 };
                 let cas = self.cas_token(request.new_cas)?;
-                let header = ItemHeader {
-                    state: 0,
-                    client_flags: 0,
-                    cas,
-                    expires_at_secs,
-                    flush_epoch: self.flush_epoch,
-                };
+                let header = ItemHeader { cas, ..self.new_header(0, expires_at_secs) };
                 let digits = initial.to_string();
                 let record = ItemWrite { header, data: [digits.as_bytes(), &[]] }.encode();
                 return Ok((Change::Write(record), ArithOutcome::Done { value: initial, header }));

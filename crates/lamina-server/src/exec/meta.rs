@@ -89,6 +89,21 @@ fn push_return_flags(out: &mut Vec<u8>, flags: &MetaFlags, d: &Described<'_>, ba
     }
 }
 
+/// Appends the return flags a command has: `k` and `O` always, others where `has` says.
+fn push_flags_where(
+    out: &mut Vec<u8>,
+    flags: &MetaFlags,
+    d: &Described<'_>,
+    base64: bool,
+    has: impl Fn(&MetaFlag) -> bool,
+) {
+    for flag in flags.iter() {
+        if matches!(flag, MetaFlag::ReturnKey | MetaFlag::Opaque(_)) || has(flag) {
+            push_flag(out, flag, d, base64);
+        }
+    }
+}
+
 /// Appends one return flag if `flag` asks for one and the item has it.
 fn push_flag(out: &mut Vec<u8>, flag: &MetaFlag, d: &Described<'_>, base64: bool) {
     {
@@ -167,13 +182,8 @@ impl Exec<'_> {
                     return Ok((Change::Keep, None));
                 };
                 let cas = self.cas_token(t.new_cas)?;
-                let header = ItemHeader {
-                    state: ITEM_WIN_SENT,
-                    client_flags: 0,
-                    cas,
-                    expires_at_secs,
-                    flush_epoch: self.flush_epoch,
-                };
+                let header =
+                    ItemHeader { state: ITEM_WIN_SENT, cas, ..self.new_header(0, expires_at_secs) };
                 let record = ItemWrite { header, data: [&[], &[]] }.encode();
                 let got = Got {
                     header,
@@ -300,27 +310,14 @@ impl Exec<'_> {
             return;
         }
         out.extend_from_slice(outcome.meta_code());
-        let header = outcome.stored().then_some(ItemHeader {
-            state: 0,
-            client_flags: request.client_flags,
-            cas: outcome.cas,
-            expires_at_secs: 0,
-            flush_epoch: self.flush_epoch,
-        });
+        let header = outcome
+            .stored()
+            .then(|| ItemHeader { cas: outcome.cas, ..self.new_header(request.client_flags, 0) });
         let d = Described { key, header, size: outcome.size, now_secs: self.now_secs };
-        // `ms` returns c, k, O, b and s; it has no f, t, h or l.
-        for flag in flags.iter() {
-            if matches!(
-                flag,
-                MetaFlag::ReturnCas
-                    | MetaFlag::ReturnKey
-                    | MetaFlag::Opaque(_)
-                    | MetaFlag::Base64Key
-                    | MetaFlag::ReturnSize
-            ) {
-                push_flag(out, flag, &d, t.base64);
-            }
-        }
+        // `ms` returns c, k, O and s; it has no f, t, h or l.
+        push_flags_where(out, flags, &d, t.base64, |flag| {
+            matches!(flag, MetaFlag::ReturnCas | MetaFlag::ReturnSize)
+        });
         out.extend_from_slice(b"\r\n");
     }
 
@@ -429,18 +426,10 @@ impl Exec<'_> {
         }
         let d =
             Described { key, header: Some(header), size: digits.len(), now_secs: self.now_secs };
-        for flag in flags.iter() {
-            if matches!(
-                flag,
-                MetaFlag::ReturnCas
-                    | MetaFlag::ReturnKey
-                    | MetaFlag::Opaque(_)
-                    | MetaFlag::ReturnTtl
-                    | MetaFlag::Base64Key
-            ) {
-                push_flag(out, flag, &d, t.base64);
-            }
-        }
+        // `ma` returns c, k, O and t.
+        push_flags_where(out, flags, &d, t.base64, |flag| {
+            matches!(flag, MetaFlag::ReturnCas | MetaFlag::ReturnTtl)
+        });
         out.extend_from_slice(b"\r\n");
         if t.value {
             out.extend_from_slice(&digits);
