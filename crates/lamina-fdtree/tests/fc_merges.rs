@@ -377,7 +377,7 @@ fn crash_in_the_middle_of_a_merge(reopen_as: FcMode) {
     let params = options.params().unwrap();
     let shared: Arc<dyn Storage> = Arc::new(recovered.clone());
     let store = lamina_fdtree::store::BlockStore::new(shared.clone(), &params);
-    let (tree, _) = Tree::recover(params, store, true).unwrap();
+    let (tree, _, _cleanup) = Tree::recover(params, store, true).unwrap();
     let resumed_at = tree.wavefront_key().map(<[u8]>::to_vec).expect("a merge to resume");
     assert!(!resumed_at.is_empty() && resumed_at <= wavefront, "{resumed_at:?} vs {wavefront:?}");
     assert!(tree.reclaimed_old_blocks() > 0, "old blocks freed before the crash");

@@ -152,6 +152,11 @@ pub struct Recovered {
     pub persist: Persist,
     /// The committed manifest (the tree's parameters, `flushed_seq`, `next_dtree_id`).
     pub manifest: Manifest,
+    /// D-tree and manifest files the committed state does not name (written before a
+    /// crash, before their commit). Recovery itself writes nothing; the caller removes them
+    /// with [`remove_files`] once the whole open is validated (the log included), so that a
+    /// refused open changes nothing.
+    pub unnamed_files: Vec<String>,
 }
 
 /// Opens the committed state of the tree in `storage`, or creates an empty one (unless
@@ -197,8 +202,8 @@ pub fn recover(
     let manifest = Manifest::decode(&bytes).map_err(|e| e.at(&path, 0))?;
     let tree = open_tree(storage, &manifest, &path)?;
     let persist = Persist { storage: storage.clone(), superblock, manifest_number: pointer.number };
-    remove_unnamed(storage, &tree, pointer.number)?;
-    Ok(Recovered { tree, persist, manifest })
+    let unnamed_files = unnamed_files(storage, &tree, pointer.number)?;
+    Ok(Recovered { tree, persist, manifest, unnamed_files })
 }
 
 fn create(
@@ -208,11 +213,12 @@ fn create(
     sigma_bytes: u64,
 ) -> Result<Recovered> {
     let tree = STree::new();
-    remove_unnamed(storage, &tree, 0)?; // leftovers of a creation that crashed
+    // Leftovers of a creation that crashed (nothing was committed: creating writes anyway).
+    remove_files(storage, &unnamed_files(storage, &tree, 0)?)?;
     let manifest = manifest_of(&tree, fanout, sigma_bytes, 1, 0);
     let mut persist = Persist { storage: storage.clone(), superblock, manifest_number: 0 };
     persist.commit(None, &manifest)?;
-    Ok(Recovered { tree, persist, manifest })
+    Ok(Recovered { tree, persist, manifest, unnamed_files: Vec::new() })
 }
 
 fn open_tree(storage: &Arc<dyn Storage>, m: &Manifest, path: &std::path::Path) -> Result<STree> {
@@ -249,10 +255,14 @@ fn open_tree(storage: &Arc<dyn Storage>, m: &Manifest, path: &std::path::Path) -
     Ok(tree)
 }
 
-/// Removes d-tree and manifest files the committed state does not name.
-fn remove_unnamed(storage: &Arc<dyn Storage>, tree: &STree, manifest_number: u64) -> Result<()> {
+/// The d-tree and manifest files the committed state does not name.
+fn unnamed_files(
+    storage: &Arc<dyn Storage>,
+    tree: &STree,
+    manifest_number: u64,
+) -> Result<Vec<String>> {
     let named: std::collections::BTreeSet<u64> = tree.dtrees().map(|d| d.id()).collect();
-    let mut removed = false;
+    let mut unnamed = Vec::new();
     for name in storage.list()? {
         let stale = match (dtree::parse_file_name(&name), parse_manifest_file_name(&name)) {
             (Some(id), _) => !named.contains(&id),
@@ -260,11 +270,18 @@ fn remove_unnamed(storage: &Arc<dyn Storage>, tree: &STree, manifest_number: u64
             _ => false,
         };
         if stale {
-            storage.remove(&name)?;
-            removed = true;
+            unnamed.push(name);
         }
     }
-    if removed {
+    Ok(unnamed)
+}
+
+/// Removes `names` (files [`recover`] found the committed state does not name).
+pub fn remove_files(storage: &Arc<dyn Storage>, names: &[String]) -> Result<()> {
+    for name in names {
+        storage.remove(name)?;
+    }
+    if !names.is_empty() {
         storage.sync_dir()?;
     }
     Ok(())

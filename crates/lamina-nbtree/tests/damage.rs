@@ -127,3 +127,31 @@ fn a_flipped_byte_in_a_leaf_is_an_error_never_wrong_data() {
     assert!(errors > 0, "a damaged leaf must be noticed");
     assert!(db.verify().is_err());
 }
+
+/// A refused open changes nothing: a d-tree file the committed state does not name (a
+/// crash before its commit) is removed only once the open is validated, log included.
+#[test]
+fn a_refused_open_keeps_unnamed_files_until_the_log_is_validated() {
+    let (storage, _) = built();
+    let db = NbTree::open(storage.clone(), &options(OpenIntent::MustExist)).unwrap();
+    db.put(b"after-flush", b"only-in-the-log").unwrap();
+    db.sync().unwrap();
+    drop(db); // no clean close: the record lives in the log only
+    let orphan = dtree::file_name(1 << 40);
+    storage.open(&orphan, OpenMode::CreateNew).unwrap().write_all_at(0, &[7; 512]).unwrap();
+    let log = names(&storage, |n| n.starts_with(lamina_nbtree::persist::LOG_FILE_PREFIX))
+        .pop()
+        .unwrap();
+    let file = storage.open(&log, OpenMode::Existing).unwrap();
+    let saved = storage.read_all(&log).unwrap();
+    file.set_len(100).unwrap(); // cut inside the file header: the log is damaged
+    let err = NbTree::open(storage.clone(), &options(OpenIntent::MustExist)).unwrap_err();
+    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    assert!(storage.exists(&orphan).unwrap(), "the refused open removed {orphan}");
+    file.set_len(0).unwrap();
+    file.write_all_at(0, &saved).unwrap();
+    let db = NbTree::open(storage.clone(), &options(OpenIntent::MustExist)).unwrap();
+    assert_eq!(db.get(b"after-flush").unwrap().as_deref(), Some(&b"only-in-the-log"[..]));
+    assert!(!storage.exists(&orphan).unwrap(), "recovery removes {orphan}");
+    db.close().unwrap();
+}

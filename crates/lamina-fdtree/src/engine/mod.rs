@@ -120,7 +120,8 @@ impl FdTree {
         let params = options.params()?;
         let store = BlockStore::new(storage.clone(), &params);
         let (tree, persist, log, records) = if persistent {
-            let (tree, persist) = Tree::recover(params.clone(), store.clone(), must_exist)?;
+            let (tree, persist, cleanup) =
+                Tree::recover(params.clone(), store.clone(), must_exist)?;
             let log_buffer = LogOptions { buffer_bytes: LOG_BUFFER_BYTES, ..LogOptions::default() };
             let log_options = SegmentLogOptions {
                 segment_bytes: LOG_SEGMENT_BYTES
@@ -143,6 +144,9 @@ impl FdTree {
                 SegmentLog::open_committed(storage.clone(), log_options, tree.applied_seq, |r| {
                     records.push(r);
                 })?;
+            // Everything is validated: recovery's own changes are made before anything is
+            // written (replay may write runs, with ids of removed files).
+            cleanup.apply(&storage)?;
             debug_assert!(log.stats().next_seq > tree.applied_seq);
             (tree, Some(persist), Some(Arc::new(log)), records)
         } else {

@@ -15,6 +15,7 @@ use super::progress::MergeProgress;
 use super::state::{FcMerge, FcState};
 use crate::level::{DiskLevel, LevelWriter, Visibility};
 use crate::merge::run::Resumed;
+use crate::persist::RecoveryCleanup;
 use crate::persist::manifest::Manifest;
 use crate::store::FileKind;
 use crate::top::Fences;
@@ -30,6 +31,7 @@ impl Tree {
         old_runs: Vec<DiskLevel>,
         new_runs: Vec<DiskLevel>,
         known: &mut BTreeSet<u32>,
+        cleanup: &mut RecoveryCleanup,
     ) -> Result<()> {
         let path = self.store.path(manifest.merge_file, FileKind::Progress);
         let bytes = self.store.read_file(manifest.merge_file, FileKind::Progress)?;
@@ -64,7 +66,7 @@ impl Tree {
             old_fences.remove_through(&p.wavefront_key);
         }
         let keys_max = merged.iter().map(|l| l.stats.data_entries()).sum();
-        let writers = self.restore_new_levels(manifest, &p, &path, keys_max, known)?;
+        let writers = self.restore_new_levels(manifest, &p, &path, keys_max, known, cleanup)?;
         if writers.is_empty() {
             return Err(bad("a merge without new levels".into()));
         }
@@ -111,6 +113,7 @@ impl Tree {
         path: &std::path::Path,
         keys_max: u64,
         known: &mut BTreeSet<u32>,
+        cleanup: &mut RecoveryCleanup,
     ) -> Result<Vec<LevelWriter>> {
         let bad = |reason: String| Error::corruption(path, 0, reason);
         let mut writers = Vec::with_capacity(p.new_levels.len());
@@ -139,6 +142,11 @@ impl Tree {
                     ),
                 ));
             }
+            // Blocks after the written ones are cut off, and an index written before the
+            // failure that ended the merge (the level was finished but the merge was not) is
+            // removed: the resumed merge writes both again.
+            cleanup.cut(file.clone(), needed);
+            cleanup.remove(crate::store::file_name(nl.file_id, FileKind::Index));
             writers.push(LevelWriter::restore(
                 &self.store,
                 &self.params,

@@ -345,9 +345,11 @@ impl LevelWriter {
     }
 
     /// A writer that continues a level an FD+FC merge had written `written` blocks of when
-    /// its progress was committed (recovery, Remark A.6): blocks after them are cut off, the
-    /// index, filter and counts are rebuilt by reading the written ones, and the block being
-    /// filled is restored from `tail` (its entries, `None` if none was started).
+    /// its progress was committed (recovery, Remark A.6): the index, filter and counts are
+    /// rebuilt by reading the written ones, and the block being filled is restored from
+    /// `tail` (its entries, `None` if none was started). Nothing is written: recovery cuts
+    /// the blocks after `written` off (and removes a stale index file) once the open is
+    /// validated ([`crate::persist::RecoveryCleanup`]).
     #[allow(clippy::too_many_arguments)] // the pieces of a level's progress record
     pub fn restore(
         store: &BlockStore,
@@ -360,13 +362,7 @@ impl LevelWriter {
         keys_max: u64,
         visibility: Visibility,
     ) -> Result<Self> {
-        file.set_len(u64::from(written) * store.block_bytes() as u64)?;
-        // An index written before the failure that ended the merge (the level was finished
-        // but the merge was not): the resumed merge writes it again.
-        let index_name = crate::store::file_name(file_id, FileKind::Index);
-        if store.storage().exists(&index_name)? {
-            store.storage().remove(&index_name)?;
-        }
+        debug_assert!(file.len()? >= u64::from(written) * store.block_bytes() as u64);
         let mut w = LevelWriter::new(store, params, label, file_id, file, keys_max, visibility);
         let (kmax, vmax) = store.limits();
         let mut buf = Vec::new();

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use lamina_core::codec::{Decode, Encode};
 use lamina_core::{Error, Result};
-use lamina_storage::{SlotState, Superblock};
+use lamina_storage::{SlotState, StorageFile, Superblock};
 
 use crate::format::index::LevelIndex;
 use crate::level::{BlockLatches, DiskLevel, IndexRef};
@@ -113,7 +113,16 @@ impl Tree {
     /// Opens the persistent tree in `store`'s storage, or creates an empty one if the
     /// storage holds no tree (`must_exist`: the caller knows a database exists there, so a
     /// missing superblock is corruption, never a new empty tree).
-    pub fn recover(params: Params, store: BlockStore, must_exist: bool) -> Result<(Tree, Persist)> {
+    ///
+    /// Recovery writes nothing itself: what it must change on disk (files the committed state
+    /// does not name, the cut of a resumed merge's levels) comes back as a
+    /// [`RecoveryCleanup`] that the caller applies once the whole open has been validated
+    /// (the log included), so that a refused open changes nothing.
+    pub fn recover(
+        params: Params,
+        store: BlockStore,
+        must_exist: bool,
+    ) -> Result<(Tree, Persist, RecoveryCleanup)> {
         let storage = store.storage().clone();
         let existed = storage.exists(SUPERBLOCK_FILE_NAME)?;
         if !existed {
@@ -147,13 +156,14 @@ impl Tree {
             }
             // A new store: commit the empty state before anything depends on it.
             superblock.commit(&tree.manifest().encode())?;
-            return Ok((tree, Persist { superblock }));
+            return Ok((tree, Persist { superblock }, RecoveryCleanup::default()));
         };
         let path = superblock.path().to_path_buf();
         let m = Manifest::decode(&committed.payload)
             .map_err(|e| Error::corruption(&path, 0, format!("manifest: {e}")))?;
         tree.check_compatible(&m)?;
         let mut known = BTreeSet::new();
+        let mut cleanup = RecoveryCleanup::default();
         let mut prev_label = 0;
         let mut levels = Vec::with_capacity(m.levels.len());
         for r in &m.levels {
@@ -199,10 +209,10 @@ impl Tree {
             tree.top.runs = new_runs.into_iter().chain(runs).collect();
         } else {
             known.insert(m.merge_file);
-            tree.recover_fc_merge(&m, runs, new_runs, &mut known)?;
+            tree.recover_fc_merge(&m, runs, new_runs, &mut known, &mut cleanup)?;
         }
-        tree.remove_unknown_files(&known)?;
-        Ok((tree, Persist { superblock }))
+        tree.find_unknown_files(&known, &mut cleanup)?;
+        Ok((tree, Persist { superblock }, cleanup))
     }
 
     /// Opens level (or run) `r`: its file (whose length must match), and its index (which
@@ -286,14 +296,17 @@ impl Tree {
         Ok(())
     }
 
-    /// Removes tree files the committed state does not name.
-    fn remove_unknown_files(&self, known: &BTreeSet<u32>) -> Result<()> {
-        let storage = self.store.storage();
-        for name in storage.list()? {
+    /// Adds the tree files the committed state does not name to `cleanup`'s removals.
+    fn find_unknown_files(
+        &self,
+        known: &BTreeSet<u32>,
+        cleanup: &mut RecoveryCleanup,
+    ) -> Result<()> {
+        for name in self.store.storage().list()? {
             if let Some((id, _)) = parse_file_name(&name)
                 && !known.contains(&id)
             {
-                storage.remove(&name)?;
+                cleanup.remove.push(name);
             }
         }
         Ok(())
@@ -302,6 +315,52 @@ impl Tree {
     /// Takes the files replaced before the current state (to remove after a commit).
     pub(crate) fn take_obsolete(&mut self) -> Vec<u32> {
         std::mem::take(&mut self.obsolete_files)
+    }
+}
+
+/// What recovery must change on disk, applied only after the whole open was validated.
+#[derive(Default)]
+#[must_use = "recovery's changes must be applied before the tree writes anything"]
+pub struct RecoveryCleanup {
+    /// Tree files to remove (written before a crash, before their commit; an index a
+    /// resumed merge writes again).
+    remove: Vec<String>,
+    /// Files to cut to a length (a resumed merge's levels, to the blocks its progress
+    /// record says were written).
+    cut: Vec<(Arc<dyn StorageFile>, u64)>,
+}
+
+impl std::fmt::Debug for RecoveryCleanup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cut: Vec<(&str, u64)> =
+            self.cut.iter().map(|(file, len)| (file.name(), *len)).collect();
+        f.debug_struct("RecoveryCleanup").field("remove", &self.remove).field("cut", &cut).finish()
+    }
+}
+
+impl RecoveryCleanup {
+    /// Cuts `file` to `len` bytes when applied.
+    pub(crate) fn cut(&mut self, file: Arc<dyn StorageFile>, len: u64) {
+        self.cut.push((file, len));
+    }
+
+    /// Removes file `name` when applied.
+    pub(crate) fn remove(&mut self, name: String) {
+        self.remove.push(name);
+    }
+
+    /// Makes the changes (before the tree writes anything: a file written next may reuse
+    /// a removed file's id).
+    pub fn apply(self, storage: &Arc<dyn lamina_storage::Storage>) -> Result<()> {
+        for (file, len) in self.cut {
+            file.set_len(len)?;
+        }
+        for name in self.remove {
+            if storage.exists(&name)? {
+                storage.remove(&name)?;
+            }
+        }
+        Ok(())
     }
 }
 

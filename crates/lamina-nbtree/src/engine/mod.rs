@@ -82,25 +82,27 @@ impl NbTree {
         persistent: bool,
     ) -> Result<NbTree> {
         options.validate()?;
-        let (tree, persist, fanout, sigma_bytes, flushed_seq, next_dtree_id) = if persistent {
-            let r = persist::recover(
-                &storage,
-                options.intent.must_exist(),
-                options.fanout,
-                options.sigma_bytes,
-            )?;
-            let m = &r.manifest;
-            (
-                r.tree,
-                Some(r.persist),
-                m.fanout as usize,
-                m.sigma_bytes,
-                m.flushed_seq,
-                m.next_dtree_id,
-            )
-        } else {
-            (STree::new(), None, options.fanout as usize, options.sigma_bytes, 0, 1)
-        };
+        let (tree, persist, fanout, sigma_bytes, flushed_seq, next_dtree_id, unnamed_files) =
+            if persistent {
+                let r = persist::recover(
+                    &storage,
+                    options.intent.must_exist(),
+                    options.fanout,
+                    options.sigma_bytes,
+                )?;
+                let m = &r.manifest;
+                (
+                    r.tree,
+                    Some(r.persist),
+                    m.fanout as usize,
+                    m.sigma_bytes,
+                    m.flushed_seq,
+                    m.next_dtree_id,
+                    r.unnamed_files,
+                )
+            } else {
+                (STree::new(), None, options.fanout as usize, options.sigma_bytes, 0, 1, Vec::new())
+            };
         let active = Memtable::new();
         let log = if persistent {
             let log_options = SegmentLogOptions {
@@ -134,6 +136,9 @@ impl NbTree {
         } else {
             None
         };
+        // Everything is validated (the log included): recovery's removals are made now,
+        // before anything is written.
+        persist::remove_files(&storage, &unnamed_files)?;
         let context = WriterContext {
             storage: storage.clone(),
             params: DTreeParams {
