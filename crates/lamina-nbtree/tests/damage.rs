@@ -139,9 +139,8 @@ fn a_refused_open_keeps_unnamed_files_until_the_log_is_validated() {
     drop(db); // no clean close: the record lives in the log only
     let orphan = dtree::file_name(1 << 40);
     storage.open(&orphan, OpenMode::CreateNew).unwrap().write_all_at(0, &[7; 512]).unwrap();
-    let log = names(&storage, |n| n.starts_with(lamina_nbtree::persist::LOG_FILE_PREFIX))
-        .pop()
-        .unwrap();
+    let log =
+        names(&storage, |n| n.starts_with(lamina_nbtree::persist::LOG_FILE_PREFIX)).pop().unwrap();
     let file = storage.open(&log, OpenMode::Existing).unwrap();
     let saved = storage.read_all(&log).unwrap();
     file.set_len(100).unwrap(); // cut inside the file header: the log is damaged

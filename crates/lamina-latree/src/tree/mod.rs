@@ -3,6 +3,7 @@
 //! through the buffers on the path with ADAPT at each, range scans resolved by sequence
 //! number, and `verify()`.
 
+mod checkpoint;
 mod core;
 mod empty;
 mod ops;
@@ -12,6 +13,7 @@ mod split;
 mod verify;
 
 pub use self::core::{BUFFER_FILE, LaTree, NODE_FILE, NODE_SLOTS_MAX, TreeCounters};
+pub use checkpoint::TreeCheckpoint;
 pub use options::{BUFFER_ENTRIES_MAX, LEVELS_PER_BUFFER_MAX, LaTreeOptions};
 pub use scan::SCAN_LIMIT_MAX;
 pub use verify::TreeStats;

@@ -40,6 +40,14 @@ pub struct LaTreeOptions {
     pub mean_entry_bytes: u64,
     /// ADAPT's savings rule (default the paper's).
     pub savings_rule: SavingsRule,
+    /// Whether updates are buffered (the LA-tree). `false` is the paper's baseline B+tree
+    /// (engine `latree-btree`): every update goes straight to its leaf, no buffers exist.
+    pub buffered: bool,
+    /// Whether the files stay crash consistent between checkpoints: a node the last
+    /// checkpoint reaches is never overwritten in place (it is written to another slot
+    /// first), and freed space is reused only after the next checkpoint commits. `false`
+    /// (volatile trees, the paper's experiments) rewrites in place as section 4.3 says.
+    pub crash_consistent: bool,
 }
 
 impl LaTreeOptions {
@@ -60,6 +68,8 @@ impl LaTreeOptions {
             device,
             mean_entry_bytes: 32,
             savings_rule: SavingsRule::Paper,
+            buffered: true,
+            crash_consistent: true,
         }
     }
 
