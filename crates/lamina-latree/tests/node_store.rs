@@ -135,7 +135,7 @@ fn damaged_or_missing_pages_are_corruption_naming_file_and_offset() {
 
 #[test]
 fn a_snapshot_reopens_the_store_and_refuses_damage() {
-    for placement in [Placement::InPlace, Placement::OutOfPlace] {
+    for placement in [Placement::InPlace, Placement::OutOfPlace, Placement::CopyOnWrite] {
         let storage = MemoryStorage::new();
         let store = NodeStore::create(&storage, NAME, options(placement, 100)).unwrap();
         write_pattern(&store);
@@ -154,7 +154,8 @@ fn a_snapshot_reopens_the_store_and_refuses_damage() {
         drop(store);
         let other = match placement {
             Placement::InPlace => Placement::OutOfPlace,
-            Placement::OutOfPlace => Placement::InPlace,
+            Placement::OutOfPlace => Placement::CopyOnWrite,
+            Placement::CopyOnWrite => Placement::InPlace,
         };
         let err = NodeStore::open(&storage, NAME, options(other, 100), snapshot.clone());
         assert!(matches!(err, Err(Error::Incompatible { .. })));
@@ -222,4 +223,59 @@ fn a_failed_write_leaves_the_previous_copy_mapped() {
     store.write(NodeId(1), &leaf(43)).unwrap();
     assert_eq!(store.offset_of(NodeId(1)), Some(4 * 512), "the failed slot is reused");
     assert_eq!(store.read(NodeId(1)).unwrap(), leaf(43));
+}
+
+#[test]
+fn copy_on_write_moves_a_checkpointed_node_once_and_reuses_slots_after_the_commit() {
+    let storage = MemoryStorage::new();
+    let store = NodeStore::create(&storage, NAME, options(Placement::CopyOnWrite, 100)).unwrap();
+    // Nodes written since the last checkpoint are rewritten in place: 2 -> 0, 0 -> 1, 1 -> 2.
+    write_pattern(&store);
+    assert_eq!(store.offset_of(NodeId(0)), Some(512), "rewritten in its own slot");
+    let committed = store.checkpoint();
+    store.commit_durable();
+    // After the checkpoint node 0 moves once, then stays; node 1's slot is vacated.
+    store.write(NodeId(0), &leaf(30)).unwrap();
+    assert_eq!(store.offset_of(NodeId(0)), Some(3 * 512));
+    store.write(NodeId(0), &leaf(31)).unwrap();
+    assert_eq!(store.offset_of(NodeId(0)), Some(3 * 512));
+    store.free(NodeId(1)).unwrap();
+    let stats = store.stats();
+    assert_eq!((stats.slots, stats.free_slots, stats.dead_slots), (4, 0, 2));
+    // The committed checkpoint still reads as it was.
+    let old =
+        NodeStore::open(&storage, NAME, options(Placement::CopyOnWrite, 100), committed).unwrap();
+    for (id, tag) in [(0, 10), (1, 1), (2, 2)] {
+        assert_eq!(old.read(NodeId(id)).unwrap(), leaf(tag));
+    }
+    drop(old);
+    // Vacated slots wait for the next checkpoint's commit, not the current one's.
+    store.commit_durable();
+    assert_eq!(store.stats().free_slots, 0);
+    store.checkpoint();
+    assert_eq!(store.stats().free_slots, 0, "not before the commit");
+    store.commit_durable();
+    assert_eq!(store.stats().free_slots, 2);
+    store.write(NodeId(2), &leaf(22)).unwrap();
+    assert_eq!(store.offset_of(NodeId(2)), Some(512), "the lowest free slot");
+    assert_eq!(store.stats().slots, 4, "the file did not grow");
+    assert_eq!(store.read(NodeId(0)).unwrap(), leaf(31));
+    assert_eq!(store.read(NodeId(2)).unwrap(), leaf(22));
+}
+
+#[test]
+fn a_store_file_cut_before_its_checkpoint_is_corruption() {
+    for placement in [Placement::OutOfPlace, Placement::CopyOnWrite] {
+        let storage = MemoryStorage::new();
+        let store = NodeStore::create(&storage, NAME, options(placement, 100)).unwrap();
+        write_pattern(&store);
+        let snapshot = store.checkpoint();
+        drop(store);
+        let file = storage.open(NAME, OpenMode::Existing).unwrap();
+        file.set_len(512).unwrap();
+        let err = NodeStore::open(&storage, NAME, options(placement, 100), snapshot).unwrap_err();
+        let named =
+            matches!(&err, Error::Corruption { file, .. } if file.to_string_lossy().contains(NAME));
+        assert!(named, "{err}");
+    }
 }

@@ -104,6 +104,32 @@ impl BufferStore {
         Ok(Self::with_file(file, path, page_bytes, pages))
     }
 
+    /// Opens an existing store file as a checkpoint left it: units were written up to (not
+    /// including) `next_page` and synced, and new units go there. Pages past it were written
+    /// after the checkpoint (a crash left them) and nothing reaches them: they are
+    /// overwritten. A file shorter than `next_page` pages is [`Error::Corruption`] (cut).
+    /// Every unit starts dead, as in [`BufferStore::open`].
+    pub fn open_at(
+        storage: &dyn Storage,
+        name: &str,
+        page_bytes: u32,
+        next_page: u64,
+    ) -> Result<Self> {
+        check_page_bytes(page_bytes)?;
+        let path = storage.path_of(name);
+        if next_page > STORE_PAGES_MAX {
+            let reason = format!("next page {next_page}, over the limit of {STORE_PAGES_MAX}");
+            return Err(Error::corruption(path, 0, reason));
+        }
+        let file = storage.open(name, OpenMode::Existing)?;
+        let len = file.len()?;
+        if len < next_page * u64::from(page_bytes) {
+            let reason = format!("the file ends before the {next_page} pages its checkpoint names");
+            return Err(Error::corruption(path, len, reason));
+        }
+        Ok(Self::with_file(file, path, page_bytes, next_page))
+    }
+
     fn with_file(file: Arc<dyn StorageFile>, path: PathBuf, page_bytes: u32, pages: u64) -> Self {
         BufferStore {
             file,

@@ -66,6 +66,7 @@ impl Decode for StoreSnapshot {
         let placement = match r.u8()? {
             1 => Placement::InPlace,
             2 => Placement::OutOfPlace,
+            3 => Placement::CopyOnWrite,
             other => return Err(DecodeError::new(1, format!("placement {other}"))),
         };
         let node_bytes = r.u32()?;
@@ -76,7 +77,9 @@ impl Decode for StoreSnapshot {
         let (at, bytes) = nested(&mut r)?;
         let table = match placement {
             Placement::InPlace if bytes.is_empty() => None,
-            Placement::OutOfPlace => Some(NodeTable::decode(bytes).map_err(shift(at))?),
+            Placement::OutOfPlace | Placement::CopyOnWrite => {
+                Some(NodeTable::decode(bytes).map_err(shift(at))?)
+            }
             Placement::InPlace => return Err(DecodeError::new(at, "node table in place")),
         };
         r.finish()?;

@@ -10,7 +10,19 @@
 //!   is full, writes fail with `NoSpace`: the two-partition reclamation of section 4.3 (empty
 //!   the buffers, copy the live nodes to the other partition) is not built yet.
 //!
-//! Ids come from a [`FreeList`] in both placements: a freed id is handed out again only after
+//! - **Copy-on-write in place** (SSD profiles when the tree is `crash_consistent`, the
+//!   default): slots are rewritten in place, but never one the last committed checkpoint may
+//!   reach. The node table (in copy-on-write mode, [`NodeTable::new_copy_on_write`]) maps
+//!   ids to slots. The first write of a node after a checkpoint ([`NodeStore::checkpoint`])
+//!   goes to the lowest free slot (else the end of the file) and its old slot is vacated;
+//!   later writes before the next checkpoint rewrite that new slot in place (nothing durable
+//!   reaches it). Vacated slots become free when the checkpoint after the one that stopped
+//!   reaching them is durable ([`NodeStore::commit_durable`]), so a crash at any point
+//!   between checkpoints finds every node of the committed checkpoint intact, and a steady
+//!   workload of overwrites reuses a bounded set of slots. The paper has no crash
+//!   consistency (section 4.3 rewrites in place); plain [`Placement::InPlace`] keeps that.
+//!
+//! Ids come from a [`FreeList`] in all placements: a freed id is handed out again only after
 //! [`NodeStore::commit_durable`] (the state that freed it is durable), so an in-place slot is
 //! never overwritten while a durable root may still reach it.
 //!
@@ -43,6 +55,9 @@ pub enum Placement {
     InPlace,
     /// Appended at the partition's head, found through the node table.
     OutOfPlace,
+    /// In place, but a node the last checkpoint reaches is first written to a free slot,
+    /// found through the node table (crash consistent; module docs).
+    CopyOnWrite,
 }
 
 impl Placement {
@@ -55,10 +70,33 @@ impl Placement {
         }
     }
 
+    /// The placement of a crash-consistent store: in place becomes copy-on-write (out of
+    /// place never overwrites anything the node table of a checkpoint names).
+    pub fn crash_consistent(self) -> Self {
+        match self {
+            Placement::InPlace | Placement::CopyOnWrite => Placement::CopyOnWrite,
+            Placement::OutOfPlace => Placement::OutOfPlace,
+        }
+    }
+
+    /// Whether the store keeps a node table.
+    pub fn has_table(self) -> bool {
+        self != Placement::InPlace
+    }
+
+    fn new_table(self, slots_max: u64) -> Option<NodeTable> {
+        match self {
+            Placement::InPlace => None,
+            Placement::OutOfPlace => Some(NodeTable::new(slots_max)),
+            Placement::CopyOnWrite => Some(NodeTable::new_copy_on_write(slots_max)),
+        }
+    }
+
     pub(super) fn to_byte(self) -> u8 {
         match self {
             Placement::InPlace => 1,
             Placement::OutOfPlace => 2,
+            Placement::CopyOnWrite => 3,
         }
     }
 }
@@ -114,6 +152,10 @@ pub struct NodeStoreStats {
     pub live_ids: u64,
     /// Out of place: written slots holding no live copy (0 in place).
     pub dead_slots: u64,
+    /// Slots the file spans: the table's head, or in place the end of the ids.
+    pub slots: u64,
+    /// Copy-on-write: dead slots free for reuse now (the others wait for a checkpoint).
+    pub free_slots: u64,
 }
 
 #[derive(Debug)]
@@ -138,8 +180,7 @@ impl NodeStore {
     pub fn create(storage: &dyn Storage, name: &str, options: NodeStoreOptions) -> Result<Self> {
         options.validate()?;
         let file = storage.open(name, OpenMode::CreateNew)?;
-        let table =
-            (options.placement == Placement::OutOfPlace).then(|| NodeTable::new(options.slots_max));
+        let table = options.placement.new_table(options.slots_max);
         let ids = FreeList::new(0, options.slots_max)?;
         Ok(Self::assemble(storage, file, options, ids, table, 0))
     }
@@ -166,8 +207,7 @@ impl NodeStore {
             });
         }
         let table_slots = snapshot.table.as_ref().map(NodeTable::slots_max);
-        let expected_slots =
-            (options.placement == Placement::OutOfPlace).then_some(options.slots_max);
+        let expected_slots = options.placement.has_table().then_some(options.slots_max);
         if table_slots != expected_slots || snapshot.free_ids.end_block() > options.slots_max {
             return Err(Error::Incompatible {
                 reason: format!(
@@ -178,7 +218,19 @@ impl NodeStore {
             });
         }
         let file = storage.open(name, OpenMode::Existing)?;
-        let StoreSnapshot { write_seq, free_ids, table, .. } = snapshot;
+        let StoreSnapshot { write_seq, free_ids, mut table, .. } = snapshot;
+        if let Some(table) = &table {
+            // Every slot below the head was written and synced before the checkpoint.
+            let node_bytes = u64::from(options.layout.node_bytes());
+            let (len, head) = (file.len()?, table.head());
+            if len < head * node_bytes {
+                let reason = format!("the file ends before the {head} slots its checkpoint names");
+                return Err(Error::corruption(storage.path_of(name), len, reason));
+            }
+        }
+        if options.placement == Placement::CopyOnWrite {
+            table = table.map(NodeTable::into_copy_on_write);
+        }
         Ok(Self::assemble(storage, file, options, free_ids, table, write_seq))
     }
 
@@ -257,9 +309,14 @@ impl NodeStore {
         Ok(())
     }
 
-    /// The state that freed ids is durable: they may be reused.
+    /// The state that freed ids is durable: they may be reused (copy-on-write: with the
+    /// slots awaiting the last [`NodeStore::checkpoint`]).
     pub fn commit_durable(&self) {
-        self.state.lock().ids.commit_durable();
+        let mut state = self.state.lock();
+        state.ids.commit_durable();
+        if let Some(table) = &mut state.table {
+            table.commit_durable();
+        }
     }
 
     /// Whether `id` is allocated (and not freed).
@@ -320,7 +377,7 @@ impl NodeStore {
         );
         let node_bytes = u64::from(self.options.layout.node_bytes());
         let slot = match &state.table {
-            Some(table) => table.next_slot()?,
+            Some(table) => table.next_slot_for(id)?,
             None => id.0,
         };
         let write_seq = state.write_seq + 1;
@@ -345,7 +402,21 @@ impl NodeStore {
         let mut stats = state.stats;
         stats.live_ids = state.ids.used_blocks();
         stats.dead_slots = state.table.as_ref().map_or(0, NodeTable::dead_slots);
+        stats.slots = state.table.as_ref().map_or(state.ids.end_block(), NodeTable::head);
+        stats.free_slots = state.table.as_ref().map_or(0, NodeTable::free_slots);
         stats
+    }
+
+    /// A checkpoint is taken (every write so far must be synced before it is committed):
+    /// returns the state to record; copy-on-write, every node written so far is from now on
+    /// written elsewhere first ([`NodeTable::checkpoint_taken`]).
+    pub fn checkpoint(&self) -> StoreSnapshot {
+        let mut state = self.state.lock();
+        if let Some(table) = &mut state.table {
+            table.checkpoint_taken();
+        }
+        drop(state);
+        self.snapshot()
     }
 
     /// The state to checkpoint (free ids, the node table, the write sequence number).

@@ -5,12 +5,22 @@
 //! Invariants: `head <= slots_max`; every mapped slot is below `head`; no two ids map to one
 //! slot; `dead_slots() == head - live_nodes()`.
 //!
+//! **Copy-on-write mode** ([`NodeTable::new_copy_on_write`], in-place placement of a crash
+//! consistent tree): slots are reused, but never one the last checkpoint may reach. A node
+//! written since the last [`NodeTable::checkpoint_taken`] ("fresh") is rewritten in its slot;
+//! any other node goes to the lowest free slot (else the head), and its old slot is
+//! *vacated*. Vacated slots wait two steps: at the next checkpoint they move to *awaiting*
+//! (the checkpoint being committed no longer reaches them, but the committed one may), and
+//! when that checkpoint is durable ([`NodeTable::commit_durable`]) they become free. Extra
+//! invariants: free, vacated, awaiting and mapped slots are disjoint and below `head`; every
+//! fresh id is mapped.
+//!
 //! The table lives in memory. It is persisted with the store's snapshot (for a checkpoint
 //! through the superblock; encoding below and in `docs/format/latree-node.md`) and can be
 //! rebuilt by scanning the partition ([`rebuild`]): the copy with the highest write sequence
 //! number of each id wins.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 use lamina_core::codec::{Decode, DecodeError, Encode, Reader, put_varint, varint_len};
@@ -25,18 +35,101 @@ pub const NODE_TABLE_FORMAT_VERSION: u8 = 1;
 /// Slots [`rebuild`] reads per call.
 pub const REBUILD_READ_SLOTS: u64 = 64;
 
-/// The id -> slot map of out-of-place placement.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The id -> slot map of out-of-place placement (and of copy-on-write in place).
+///
+/// Equality compares what the encoding holds (the mapping, the head and the partition
+/// size), not the copy-on-write bookkeeping, which a checkpoint does not record.
+#[derive(Debug, Clone)]
 pub struct NodeTable {
     slots: HashMap<NodeId, u64>,
     head: u64,
     slots_max: u64,
+    reuse: Option<SlotReuse>,
+}
+
+impl PartialEq for NodeTable {
+    fn eq(&self, other: &Self) -> bool {
+        (self.slots == other.slots && self.head == other.head) && self.slots_max == other.slots_max
+    }
+}
+
+impl Eq for NodeTable {}
+
+/// Copy-on-write bookkeeping (module docs).
+#[derive(Debug, Clone, Default)]
+struct SlotReuse {
+    /// Slots below the head that nothing reaches: handed out lowest first.
+    free: BTreeSet<u64>,
+    /// Ids whose slot was written since the last checkpoint: rewritten in place.
+    fresh: HashSet<NodeId>,
+    /// Slots left since the last checkpoint (the committed checkpoint may reach them).
+    vacated: Vec<u64>,
+    /// Slots left before the last checkpoint, free once it is durable.
+    awaiting: Vec<u64>,
 }
 
 impl NodeTable {
-    /// An empty table over a partition of `slots_max` node slots.
+    /// An empty append-only table over a partition of `slots_max` node slots.
     pub fn new(slots_max: u64) -> Self {
-        NodeTable { slots: HashMap::new(), head: 0, slots_max }
+        NodeTable { slots: HashMap::new(), head: 0, slots_max, reuse: None }
+    }
+
+    /// An empty copy-on-write table over `slots_max` slots (module docs).
+    pub fn new_copy_on_write(slots_max: u64) -> Self {
+        NodeTable::new(slots_max).into_copy_on_write()
+    }
+
+    /// This table in copy-on-write mode, as a checkpoint records it: every slot below the
+    /// head that no id maps is free (in the state the checkpoint describes nothing reaches
+    /// it), and no id is fresh. Takes time and memory in the head.
+    pub fn into_copy_on_write(mut self) -> Self {
+        let used: HashSet<u64> = self.slots.values().copied().collect();
+        let free = (0..self.head).filter(|slot| !used.contains(slot)).collect();
+        self.reuse = Some(SlotReuse { free, ..SlotReuse::default() });
+        self
+    }
+
+    /// Whether slots are reused (copy-on-write mode).
+    pub fn is_copy_on_write(&self) -> bool {
+        self.reuse.is_some()
+    }
+
+    /// The slot the next copy of `id` goes to: append-only, the head; copy-on-write, `id`'s
+    /// own slot if it is fresh, else the lowest free slot, else the head. `NoSpace` when the
+    /// partition is full.
+    pub fn next_slot_for(&self, id: NodeId) -> Result<u64> {
+        if let Some(reuse) = &self.reuse {
+            if reuse.fresh.contains(&id) {
+                return Ok(self.slots[&id]);
+            }
+            if let Some(&slot) = reuse.free.first() {
+                return Ok(slot);
+            }
+        }
+        self.next_slot()
+    }
+
+    /// A checkpoint is being taken: from now on every mapped slot may be reached by it, so
+    /// no id is fresh, and the slots vacated so far wait for its commit.
+    pub fn checkpoint_taken(&mut self) {
+        if let Some(reuse) = &mut self.reuse {
+            reuse.fresh.clear();
+            let vacated = std::mem::take(&mut reuse.vacated);
+            reuse.awaiting.extend(vacated);
+        }
+    }
+
+    /// The last checkpoint taken is durable: the slots awaiting it are free.
+    pub fn commit_durable(&mut self) {
+        if let Some(reuse) = &mut self.reuse {
+            let awaiting = std::mem::take(&mut reuse.awaiting);
+            reuse.free.extend(awaiting);
+        }
+    }
+
+    /// Slots free for reuse now (0 append-only).
+    pub fn free_slots(&self) -> u64 {
+        self.reuse.as_ref().map_or(0, |r| r.free.len() as u64)
     }
 
     /// The slot of `id`'s latest copy.
@@ -60,18 +153,42 @@ impl NodeTable {
         Ok(self.head)
     }
 
-    /// `id`'s latest copy was written at `slot` (the one [`NodeTable::next_slot`] gave);
-    /// returns the slot of the copy it replaces, now dead.
+    /// `id`'s latest copy was written at `slot` (the one [`NodeTable::next_slot_for`]
+    /// gave); returns the slot of the copy it replaces, now dead (`None` for a rewrite in
+    /// place of a fresh node).
     pub fn place(&mut self, id: NodeId, slot: u64) -> Option<u64> {
+        if let Some(reuse) = &mut self.reuse {
+            if reuse.fresh.contains(&id) {
+                assert_eq!(self.slots[&id], slot, "a fresh node is rewritten in place");
+                return None;
+            }
+            if slot != self.head {
+                assert!(reuse.free.remove(&slot), "slot {slot} is free");
+                reuse.fresh.insert(id);
+                let old = self.slots.insert(id, slot);
+                reuse.vacated.extend(old);
+                return old;
+            }
+        }
         assert_eq!(slot, self.head, "copies are appended at the head");
         assert!(slot < self.slots_max, "next_slot checked the space");
         self.head += 1;
-        self.slots.insert(id, slot)
+        let old = self.slots.insert(id, slot);
+        if let Some(reuse) = &mut self.reuse {
+            reuse.fresh.insert(id);
+            reuse.vacated.extend(old);
+        }
+        old
     }
 
-    /// Forgets `id` (freed); returns its last slot, now dead.
+    /// Forgets `id` (freed); returns its last slot, now dead (copy-on-write: vacated).
     pub fn remove(&mut self, id: NodeId) -> Option<u64> {
-        self.slots.remove(&id)
+        let old = self.slots.remove(&id);
+        if let Some(reuse) = &mut self.reuse {
+            reuse.fresh.remove(&id);
+            reuse.vacated.extend(old);
+        }
+        old
     }
 
     /// The next slot to write: slots `0..head` have been written.
@@ -165,7 +282,7 @@ impl Decode for NodeTable {
             next = id.checked_add(1).ok_or_else(|| DecodeError::new(at, "node id overflows"))?;
         }
         r.finish()?;
-        Ok(NodeTable { slots, head, slots_max })
+        Ok(NodeTable { slots, head, slots_max, reuse: None })
     }
 }
 
@@ -227,5 +344,6 @@ pub fn rebuild(
     }
     let write_seq_max = latest.values().map(|&(seq, _)| seq).max().unwrap_or(0);
     let slots = latest.into_iter().map(|(id, (_, slot))| (id, slot)).collect();
-    Ok(Rebuilt { table: NodeTable { slots, head, slots_max }, write_seq_max, damaged_slots })
+    let table = NodeTable { slots, head, slots_max, reuse: None };
+    Ok(Rebuilt { table, write_seq_max, damaged_slots })
 }

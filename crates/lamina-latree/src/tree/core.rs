@@ -66,14 +66,26 @@ impl LaTree {
         options.validate()?;
         let layout =
             NodeLayout::new(options.node_bytes, options.key_bytes_max, options.value_bytes_max)?;
-        let placement = Placement::for_device(&options.device);
-        let store_options = NodeStoreOptions { layout, placement, slots_max: NODE_SLOTS_MAX };
-        let store = NodeStore::create(storage, NODE_FILE, store_options)?;
+        let store = NodeStore::create(storage, NODE_FILE, node_store_options(&options, layout))?;
+        let buffers = BufferStore::create(storage, BUFFER_FILE, options.buffer_page_bytes)?;
+        let mut tree = Self::assemble(options, layout, store, buffers)?;
+        tree.root = tree.nodes.allocate()?;
+        tree.nodes.put(tree.root, Node::Leaf(LeafNode::new()))?;
+        Ok(tree)
+    }
+
+    /// The tree over `store` and `buffers` with an empty pool and no root yet (`create` and
+    /// `open` set it).
+    pub(super) fn assemble(
+        options: LaTreeOptions,
+        layout: NodeLayout,
+        store: NodeStore,
+        buffers: BufferStore,
+    ) -> Result<Self> {
         let cache_options =
             NodeCacheOptions::from_memory_budget(options.memory_bytes, options.node_cache_percent)?;
         let pool_bytes = cache_options.buffer_pool_bytes(options.memory_bytes) as u64;
         let nodes = NodeCache::new(store, cache_options);
-        let buffers = BufferStore::create(storage, BUFFER_FILE, options.buffer_page_bytes)?;
         let pool = BufferPool::new(buffers, pool_bytes)?;
         let (_, fanout) = layout.fanout_for(options.key_bytes_max, 0);
         let shape = TreeShape {
@@ -82,15 +94,13 @@ impl LaTree {
             fanout: (fanout as u64).max(2),
         };
         let cost = CostModel::new(&options.device, shape)?;
-        let root = nodes.allocate()?;
-        nodes.put(root, Node::Leaf(LeafNode::new()))?;
         Ok(LaTree {
             options,
             layout,
             nodes,
             pool,
             cost,
-            root,
+            root: NodeId(0),
             root_level: 0,
             next_seq: 1,
             next_buffer: 1,
@@ -192,6 +202,16 @@ impl LaTree {
         self.next_seq = seq.checked_add(1).expect("sequence numbers never run out");
         seq
     }
+}
+
+/// How the tree's node store is laid out: the device's placement, made copy-on-write when the
+/// tree is crash consistent (`node/store.rs`).
+pub(super) fn node_store_options(options: &LaTreeOptions, layout: NodeLayout) -> NodeStoreOptions {
+    let mut placement = Placement::for_device(&options.device);
+    if options.crash_consistent {
+        placement = placement.crash_consistent();
+    }
+    NodeStoreOptions { layout, placement, slots_max: NODE_SLOTS_MAX }
 }
 
 /// The pool's name of a node's buffer.

@@ -13,7 +13,7 @@ mod split;
 mod verify;
 
 pub use self::core::{BUFFER_FILE, LaTree, NODE_FILE, NODE_SLOTS_MAX, TreeCounters};
-pub use checkpoint::TreeCheckpoint;
+pub use checkpoint::{CHECKPOINT_FORMAT_VERSION, CheckpointShape, ROOT_LEVEL_MAX, TreeCheckpoint};
 pub use options::{BUFFER_ENTRIES_MAX, LEVELS_PER_BUFFER_MAX, LaTreeOptions};
 pub use scan::SCAN_LIMIT_MAX;
 pub use verify::TreeStats;
