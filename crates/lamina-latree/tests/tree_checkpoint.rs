@@ -100,6 +100,25 @@ fn a_reopened_tree_is_the_checkpointed_one() {
 }
 
 #[test]
+fn a_tree_that_is_not_crash_consistent_reopens_after_a_clean_checkpoint() {
+    let storage = MemoryStorage::new();
+    let mut volatile = options(DeviceProfile::ssd_msp7525());
+    volatile.crash_consistent = false;
+    let mut tree = LaTree::create(&storage, volatile.clone()).unwrap();
+    let mut oracle = Oracle::new();
+    updates(&mut tree, &mut oracle, 8, 1500, 500);
+    let committed = checkpoint(&mut tree);
+    assert_eq!(tree.node_cache().store().stats().free_slots, 0, "plain in place, no table");
+    drop(tree);
+    let mut tree = LaTree::open(&storage, volatile.clone(), &committed).unwrap();
+    assert_matches(&tree, &oracle);
+    updates(&mut tree, &mut oracle, 9, 500, 500);
+    let committed = checkpoint(&mut tree);
+    drop(tree);
+    assert_matches(&LaTree::open(&storage, volatile, &committed).unwrap(), &oracle);
+}
+
+#[test]
 fn checkpointing_twice_in_a_row_changes_nothing_on_file() {
     for device in devices() {
         let storage = MemoryStorage::new();
@@ -257,6 +276,7 @@ fn steady_overwrites_reuse_node_slots() {
         slots.push(tree.node_cache().store().stats().slots);
     }
     assert_matches(&tree, &oracle);
+    eprintln!("node slots after each checkpoint: {slots:?}");
     let (early, late) = (slots[9], slots[39]);
     assert!(late <= early + early / 10, "node slots grew from {early} to {late}: {slots:?}");
     let stats = tree.node_cache().store().stats();
