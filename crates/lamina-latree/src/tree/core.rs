@@ -129,9 +129,9 @@ impl LaTree {
         self.root_level
     }
 
-    /// Whether a non-root inner node at `level` carries a buffer.
+    /// Whether a non-root inner node at `level` carries a buffer (never when unbuffered).
     pub(super) fn is_buffered_level(&self, level: u8) -> bool {
-        level > 0 && level.is_multiple_of(self.options.levels_per_buffer)
+        self.options.buffered && level > 0 && level.is_multiple_of(self.options.levels_per_buffer)
     }
 
     /// The level of the next buffered nodes (or the leaves, 0) strictly below `level`.

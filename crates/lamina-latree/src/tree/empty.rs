@@ -64,6 +64,7 @@ impl LaTree {
             }
         }
         let mut touched = Vec::with_capacity(parts.len());
+        let mut changed = false;
         // Right to left, so inserting a child's pieces keeps the indices to its left.
         for (index, part) in parts.into_iter().rev() {
             let child = inner.children[index];
@@ -72,10 +73,16 @@ impl LaTree {
             if !pieces.rest.is_empty() {
                 let (separators, ids): (Vec<_>, Vec<_>) = pieces.rest.into_iter().unzip();
                 inner.insert_split(index, &separators, &ids);
+                changed = true;
             }
             touched.push(child);
         }
-        self.fix_underfull(&mut inner, &touched)?;
+        changed |= self.fix_underfull(&mut inner, &touched)?;
+        if !changed {
+            // Neither split nor rebalanced below: the node on flash is still right (a B+tree
+            // update writes only the nodes it changes; emptying keeps the buffer's id).
+            return Ok(Pieces::single(id));
+        }
         self.finish_node(id, Node::Inner(inner))
     }
 
