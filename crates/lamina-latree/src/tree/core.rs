@@ -41,6 +41,15 @@ pub struct TreeCounters {
     /// Splits, borrows and merges of buffered nodes whose buffers held entries, which were
     /// moved to the node whose range holds them.
     pub buffers_redistributed: u64,
+    /// Entries of the buffers emptied, summed at each emptying (the effective buffer sizes
+    /// `B_i` ADAPT chose, Figure 6(b); in a cascade, the buffer's entries plus the batch).
+    pub entries_emptied: u64,
+    /// The largest buffer emptied, in entries.
+    pub emptied_entries_max: u64,
+    /// Emptyings of the root's buffer (included in `emptyings`).
+    pub root_emptyings: u64,
+    /// Entries of the root buffers emptied (included in `entries_emptied`).
+    pub root_entries_emptied: u64,
 }
 
 /// The LA-tree, single-threaded (issue 18's tree core; no log, no recovery yet).

@@ -29,8 +29,9 @@ impl LaTree {
                         return Ok(Pieces::single(id));
                     }
                     let own = self.take_buffer(buffer)?;
-                    self.counters.emptyings += 1;
-                    self.pass_through(id, inner, merge_sorted(own, entries))
+                    let all = merge_sorted(own, entries);
+                    self.count_emptying(id, all.len());
+                    self.pass_through(id, inner, all)
                 }
                 None => self.pass_through(id, inner, entries),
             },
@@ -43,8 +44,20 @@ impl LaTree {
         let inner = self.read_inner(id)?;
         let buffer = inner.buffer.expect("only buffered nodes are emptied");
         let entries = self.take_buffer(buffer)?;
-        self.counters.emptyings += 1;
+        self.count_emptying(id, entries.len());
         self.pass_through(id, inner, entries)
+    }
+
+    fn count_emptying(&mut self, id: NodeId, entries: usize) {
+        let entries = entries as u64;
+        let counters = &mut self.counters;
+        counters.emptyings += 1;
+        counters.entries_emptied += entries;
+        counters.emptied_entries_max = counters.emptied_entries_max.max(entries);
+        if id == self.root {
+            counters.root_emptyings += 1;
+            counters.root_entries_emptied += entries;
+        }
     }
 
     /// Distributes `entries` to the children of `inner` (node `id`) in key order, puts their

@@ -64,7 +64,9 @@ impl LaTree {
             let mut path = Vec::new();
             let mut id = self.root;
             loop {
-                let inner = match self.read(id)? {
+                // The cached node itself, not a copy (a lookup changes no node).
+                let node = self.nodes.get(id)?;
+                let inner = match &*node {
                     Node::Leaf(leaf) => return Ok(leaf.get(key).map(<[u8]>::to_vec)),
                     Node::Inner(inner) => inner,
                 };
@@ -72,7 +74,7 @@ impl LaTree {
                 if let Some(buffer) = inner.buffer {
                     if !consulted.contains(&buffer) {
                         consulted.push(buffer);
-                        let (stats, kind) = self.subtree_stats(&inner, buffer);
+                        let (stats, kind) = self.subtree_stats(inner, buffer);
                         let costs = self.cost.lookup_costs(&stats, kind);
                         if let Decision::Empty(_) = self.adapt_state(buffer).on_lookup(costs) {
                             self.empty_on_path(&path)?;
