@@ -1,6 +1,8 @@
 //! The tree against a `BTreeMap` oracle: random puts, deletes, gets and range scans on small
 //! nodes with a small `U`, so emptyings, splits, merges and buffer splits happen constantly;
 //! `verify()` after every step. Memory backend, `nand-toshiba` and `ssd-msp7525` profiles.
+//! The unbuffered tree (`buffered = false`, engine `latree-btree`, a plain B+tree) runs the
+//! same model; its `verify()` also checks that no buffer exists.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +25,13 @@ fn options(device: DeviceProfile, k: u8, u: u64, rule: SavingsRule) -> LaTreeOpt
     options.buffer_page_bytes = 512;
     options.memory_bytes = 2048;
     options.savings_rule = rule;
+    options
+}
+
+/// The B+tree baseline: same nodes, no buffers.
+fn unbuffered(device: DeviceProfile) -> LaTreeOptions {
+    let mut options = options(device, 2, 6, SavingsRule::Paper);
+    options.buffered = false;
     options
 }
 
@@ -125,6 +134,16 @@ proptest! {
 
 
     #[test]
+    fn unbuffered_nand_matches_the_oracle(ops in prop::collection::vec(op(300), 1..400)) {
+        let _ = run(unbuffered(DeviceProfile::nand_toshiba()), &ops);
+    }
+
+    #[test]
+    fn unbuffered_ssd_shrinking_matches_the_oracle(ops in grow_then_shrink(300, 1..300)) {
+        let _ = run(unbuffered(DeviceProfile::ssd_msp7525()), &ops);
+    }
+
+    #[test]
     fn ssd_k3_few_keys_matches_the_oracle(ops in prop::collection::vec(op(40), 1..400)) {
         let _ = run(options(DeviceProfile::ssd_msp7525(), 3, 4, SavingsRule::Paper), &ops);
     }
@@ -177,4 +196,15 @@ fn a_long_sequence_with_every_level_buffered_splits_and_merges_full_buffers() {
     let counters = tree.counters();
     assert!(counters.splits > 100 && counters.merges > 100, "{counters:?}");
     assert!(counters.buffers_redistributed > 10, "{counters:?}");
+}
+
+#[test]
+fn a_long_sequence_grows_and_shrinks_the_unbuffered_tree() {
+    let ops = long_sequence();
+    let tree = run(unbuffered(DeviceProfile::nand_toshiba()), &ops);
+    let counters = tree.counters();
+    assert!(counters.grows >= 2, "{counters:?}");
+    assert!(counters.splits > 100 && counters.merges > 100, "{counters:?}");
+    assert_eq!(counters.emptyings, 0, "{counters:?}");
+    assert_eq!(tree.buffer_pool().stats().store.units_written, 0);
 }

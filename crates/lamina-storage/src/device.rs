@@ -23,10 +23,15 @@
 //!
 //! Syncs cost 0 in every profile (the papers give no flush cost; the modeled devices have no
 //! volatile write cache to flush).
+//!
+//! Energy: only `nand-toshiba` has published figures (LA-tree Table 2: read 4 uJ fixed +
+//! 0.1 uJ/B, write 24 uJ per page programmed + 0.09 uJ/B), charged with the same linear
+//! function as its time ([`DeviceProfile::access_nj`], [`DeviceProfile::modeled_energy_nj`]
+//! from the accounting's counts). Every other profile models 0 energy.
 
 use std::time::{Duration, Instant};
 
-use lamina_core::{Error, Result};
+use lamina_core::{Error, IoStats, Result};
 
 /// The class of an access, decided by the accounting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +76,21 @@ pub struct PagedCost {
     pub sequential_write_ns: u64,
 }
 
+/// A raw-NAND linear energy function (LA-tree Table 2), in nanojoules (per byte: nJ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NandEnergy {
+    /// Flash page size (a write pays the fixed energy per page it programs).
+    pub page_bytes: u64,
+    /// Fixed energy of one read access.
+    pub read_fixed_nj: u64,
+    /// Energy per byte read.
+    pub read_per_byte_nj: u64,
+    /// Fixed energy per page programmed.
+    pub write_fixed_per_page_nj: u64,
+    /// Energy per byte written.
+    pub write_per_byte_nj: u64,
+}
+
 /// How a profile charges an access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CostModel {
@@ -95,6 +115,8 @@ pub struct DeviceProfile {
 pub const DEVICE_PROFILE_NAMES: [&str; 4] = ["host", "nand-toshiba", "ssd-msp7525", "ssd-x25e"];
 
 const US: u64 = 1_000;
+/// A microjoule in nanojoules.
+const UJ: u64 = 1_000;
 
 impl DeviceProfile {
     /// No model (modeled time stays 0).
@@ -193,6 +215,62 @@ impl DeviceProfile {
     pub fn sync_ns(&self) -> u64 {
         0
     }
+
+    /// The profile's energy function, if its device has published figures (`nand-toshiba`:
+    /// LA-tree Table 2); `None` models 0 energy.
+    pub fn energy(&self) -> Option<NandEnergy> {
+        match self.name {
+            "nand-toshiba" => Some(NandEnergy {
+                page_bytes: 512,
+                read_fixed_nj: 4 * UJ,
+                read_per_byte_nj: 100,
+                write_fixed_per_page_nj: 24 * UJ,
+                write_per_byte_nj: 90,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Modeled energy in nanojoules of an access of `len` bytes at `offset` (0 without
+    /// figures). Sequential and random accesses cost the same, as on raw NAND.
+    pub fn access_nj(&self, kind: AccessKind, offset: u64, len: u64) -> u64 {
+        let Some(e) = self.energy() else { return 0 };
+        if len == 0 {
+            return 0;
+        }
+        match kind {
+            AccessKind::SequentialRead | AccessKind::RandomRead => {
+                e.read_fixed_nj + len * e.read_per_byte_nj
+            }
+            AccessKind::SequentialWrite | AccessKind::RandomWrite => {
+                let pages = (offset + len - 1) / e.page_bytes - offset / e.page_bytes + 1;
+                pages * e.write_fixed_per_page_nj + len * e.write_per_byte_nj
+            }
+        }
+    }
+
+    /// Modeled energy in nanojoules of the accesses `io` counts, exactly the sum of
+    /// [`DeviceProfile::access_nj`] over them: the energy function is linear in read calls,
+    /// bytes read, pages programmed and bytes written. Pages programmed are the accounting's
+    /// `blocks_written`, so its `block_bytes` must be the flash page size (else an error
+    /// naming both); 0 for profiles without figures.
+    pub fn modeled_energy_nj(&self, io: &IoStats, block_bytes: u64) -> Result<u64> {
+        let Some(e) = self.energy() else { return Ok(0) };
+        if block_bytes != e.page_bytes {
+            return Err(Error::option(
+                "block_bytes",
+                format!(
+                    "energy of {} counts {}-byte pages programmed; the accounting counted \
+                     {block_bytes}-byte blocks",
+                    self.name, e.page_bytes
+                ),
+            ));
+        }
+        Ok(io.reads() * e.read_fixed_nj
+            + io.bytes_read * e.read_per_byte_nj
+            + io.blocks_written * e.write_fixed_per_page_nj
+            + io.bytes_written * e.write_per_byte_nj)
+    }
 }
 
 impl std::str::FromStr for DeviceProfile {
@@ -282,6 +360,53 @@ mod tests {
         assert_eq!(DeviceProfile::nand_toshiba().access_ns(RandomRead, 0, 0), 0);
         let parsed: DeviceProfile = "ssd-x25e".parse().unwrap();
         assert_eq!(parsed.to_string(), "ssd-x25e");
+    }
+
+    #[test]
+    fn nand_energy_matches_latree_table_2() {
+        let p = DeviceProfile::nand_toshiba();
+        // Reading a 512 B page: 4 uJ + 512 * 0.1 uJ; writing one: 24 uJ + 512 * 0.09 uJ.
+        assert_eq!(p.access_nj(RandomRead, 0, 512), 4_000 + 512 * 100);
+        assert_eq!(p.access_nj(SequentialRead, 7, 8), 4_000 + 8 * 100);
+        assert_eq!(p.access_nj(SequentialWrite, 0, 512), 24_000 + 512 * 90);
+        assert_eq!(p.access_nj(RandomWrite, 510, 4), 2 * 24_000 + 4 * 90);
+        assert_eq!(p.access_nj(RandomWrite, 0, 0), 0);
+        for other in ["host", "ssd-msp7525", "ssd-x25e"] {
+            let other = DeviceProfile::from_name(other).unwrap();
+            assert_eq!(other.energy(), None);
+            assert_eq!(other.access_nj(RandomWrite, 0, 4096), 0);
+            assert_eq!(other.modeled_energy_nj(&IoStats::default(), 4096).unwrap(), 0);
+        }
+    }
+
+    #[test]
+    fn energy_from_counts_is_the_sum_over_accesses() {
+        use crate::{AccountingOptions, IoAccounting};
+        let p = DeviceProfile::nand_toshiba();
+        let options = AccountingOptions { block_bytes: 512, device: p, emulate: false };
+        let acct = IoAccounting::new(options);
+        let f = acct.on_create();
+        let accesses: [(bool, u64, u64); 6] = [
+            (true, 0, 4096),
+            (true, 4096, 8),
+            (false, 0, 100),
+            (true, 1000, 600),
+            (false, 3, 1),
+            (true, 511, 2),
+        ];
+        let mut want = 0;
+        for (write, offset, len) in accesses {
+            if write {
+                acct.on_write(f, offset, len as usize);
+                want += p.access_nj(RandomWrite, offset, len);
+            } else {
+                acct.on_read(f, offset, len as usize);
+                want += p.access_nj(RandomRead, offset, len);
+            }
+        }
+        assert_eq!(p.modeled_energy_nj(&acct.stats(), 512).unwrap(), want);
+        let err = p.modeled_energy_nj(&acct.stats(), 4096).unwrap_err().to_string();
+        assert!(err.contains("512") && err.contains("4096"), "{err}");
     }
 
     #[test]

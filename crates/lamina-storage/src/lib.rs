@@ -39,7 +39,7 @@ pub use accounting::{AccountingOptions, BLOCK_BYTES_DEFAULT, IoAccounting};
 pub use backend::{OpenMode, Storage, StorageFile};
 pub use block::{Block, BlockType, read_block, write_block};
 pub use crash_points::{CrashRuns, CrashTestFailure, for_each_crash_point};
-pub use device::{AccessKind, DeviceProfile};
+pub use device::{AccessKind, DeviceProfile, NandEnergy};
 pub use fault_plan::{FailKind, FaultPlan};
 pub use faulty::{FaultyFile, FaultyStorage, is_simulated_crash};
 pub use file::{DiskFile, FileOptions, FileStorage};

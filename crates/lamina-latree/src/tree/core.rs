@@ -41,6 +41,15 @@ pub struct TreeCounters {
     /// Splits, borrows and merges of buffered nodes whose buffers held entries, which were
     /// moved to the node whose range holds them.
     pub buffers_redistributed: u64,
+    /// Entries of the buffers emptied, summed at each emptying (the effective buffer sizes
+    /// `B_i` ADAPT chose, Figure 6(b); in a cascade, the buffer's entries plus the batch).
+    pub entries_emptied: u64,
+    /// The largest buffer emptied, in entries.
+    pub emptied_entries_max: u64,
+    /// Emptyings of the root's buffer (included in `emptyings`).
+    pub root_emptyings: u64,
+    /// Entries of the root buffers emptied (included in `entries_emptied`).
+    pub root_entries_emptied: u64,
 }
 
 /// The LA-tree, single-threaded (issue 18's tree core; no log, no recovery yet).
@@ -139,9 +148,9 @@ impl LaTree {
         self.root_level
     }
 
-    /// Whether a non-root inner node at `level` carries a buffer.
+    /// Whether a non-root inner node at `level` carries a buffer (never when unbuffered).
     pub(super) fn is_buffered_level(&self, level: u8) -> bool {
-        level > 0 && level.is_multiple_of(self.options.levels_per_buffer)
+        self.options.buffered && level > 0 && level.is_multiple_of(self.options.levels_per_buffer)
     }
 
     /// The level of the next buffered nodes (or the leaves, 0) strictly below `level`.

@@ -29,8 +29,9 @@ impl LaTree {
                         return Ok(Pieces::single(id));
                     }
                     let own = self.take_buffer(buffer)?;
-                    self.counters.emptyings += 1;
-                    self.pass_through(id, inner, merge_sorted(own, entries))
+                    let all = merge_sorted(own, entries);
+                    self.count_emptying(id, all.len());
+                    self.pass_through(id, inner, all)
                 }
                 None => self.pass_through(id, inner, entries),
             },
@@ -43,8 +44,20 @@ impl LaTree {
         let inner = self.read_inner(id)?;
         let buffer = inner.buffer.expect("only buffered nodes are emptied");
         let entries = self.take_buffer(buffer)?;
-        self.counters.emptyings += 1;
+        self.count_emptying(id, entries.len());
         self.pass_through(id, inner, entries)
+    }
+
+    fn count_emptying(&mut self, id: NodeId, entries: usize) {
+        let entries = entries as u64;
+        let counters = &mut self.counters;
+        counters.emptyings += 1;
+        counters.entries_emptied += entries;
+        counters.emptied_entries_max = counters.emptied_entries_max.max(entries);
+        if id == self.root {
+            counters.root_emptyings += 1;
+            counters.root_entries_emptied += entries;
+        }
     }
 
     /// Distributes `entries` to the children of `inner` (node `id`) in key order, puts their
@@ -64,6 +77,7 @@ impl LaTree {
             }
         }
         let mut touched = Vec::with_capacity(parts.len());
+        let mut changed = false;
         // Right to left, so inserting a child's pieces keeps the indices to its left.
         for (index, part) in parts.into_iter().rev() {
             let child = inner.children[index];
@@ -72,10 +86,16 @@ impl LaTree {
             if !pieces.rest.is_empty() {
                 let (separators, ids): (Vec<_>, Vec<_>) = pieces.rest.into_iter().unzip();
                 inner.insert_split(index, &separators, &ids);
+                changed = true;
             }
             touched.push(child);
         }
-        self.fix_underfull(&mut inner, &touched)?;
+        changed |= self.fix_underfull(&mut inner, &touched)?;
+        if !changed {
+            // Neither split nor rebalanced below: the node on flash is still right (a B+tree
+            // update writes only the nodes it changes; emptying keeps the buffer's id).
+            return Ok(Pieces::single(id));
+        }
         self.finish_node(id, Node::Inner(inner))
     }
 

@@ -35,11 +35,16 @@ impl LaTree {
     fn update(&mut self, entry: BufferEntry) -> Result<()> {
         self.next_seq();
         let root = self.root;
-        let Node::Inner(inner) = self.read(root)? else {
-            let pieces = self.descend(root, vec![entry])?;
-            return self.finish_root(pieces);
+        // A leaf root, or any root of an unbuffered tree (the B+tree baseline): the entry
+        // goes straight down to its leaf.
+        let buffer = match self.read(root)? {
+            Node::Inner(InnerNode { buffer: Some(buffer), .. }) => buffer,
+            Node::Inner(_) if self.options.buffered => unreachable!("an inner root buffers"),
+            Node::Inner(_) | Node::Leaf(_) => {
+                let pieces = self.descend(root, vec![entry])?;
+                return self.finish_root(pieces);
+            }
         };
-        let buffer = inner.buffer.expect("an inner root carries a buffer");
         self.pool.append(super::core::pool_id(buffer), entry)?;
         let entries = self.buffer_len(buffer);
         let limit = self.options.buffer_entries_max;
@@ -59,7 +64,9 @@ impl LaTree {
             let mut path = Vec::new();
             let mut id = self.root;
             loop {
-                let inner = match self.read(id)? {
+                // The cached node itself, not a copy (a lookup changes no node).
+                let node = self.nodes.get(id)?;
+                let inner = match &*node {
                     Node::Leaf(leaf) => return Ok(leaf.get(key).map(<[u8]>::to_vec)),
                     Node::Inner(inner) => inner,
                 };
@@ -67,7 +74,7 @@ impl LaTree {
                 if let Some(buffer) = inner.buffer {
                     if !consulted.contains(&buffer) {
                         consulted.push(buffer);
-                        let (stats, kind) = self.subtree_stats(&inner, buffer);
+                        let (stats, kind) = self.subtree_stats(inner, buffer);
                         let costs = self.cost.lookup_costs(&stats, kind);
                         if let Decision::Empty(_) = self.adapt_state(buffer).on_lookup(costs) {
                             self.empty_on_path(&path)?;
@@ -130,12 +137,16 @@ impl LaTree {
     fn install(&mut self, parent: NodeId, pieces: Pieces) -> Result<Pieces> {
         let mut inner = self.read_inner(parent)?;
         let child = pieces.first;
-        if !pieces.rest.is_empty() {
+        let split = !pieces.rest.is_empty();
+        if split {
             let index = inner.children.iter().position(|&c| c == child).expect("a child");
             let (separators, ids): (Vec<_>, Vec<_>) = pieces.rest.into_iter().unzip();
             inner.insert_split(index, &separators, &ids);
         }
-        self.fix_underfull(&mut inner, &[child])?;
+        let rebalanced = self.fix_underfull(&mut inner, &[child])?;
+        if !split && !rebalanced {
+            return Ok(Pieces::single(parent)); // unchanged: no write
+        }
         self.finish_node(parent, Node::Inner(inner))
     }
 }

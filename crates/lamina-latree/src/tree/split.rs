@@ -84,12 +84,14 @@ impl LaTree {
     }
 
     /// Rebalances each of `touched` (children of `inner`) left under a quarter full with a
-    /// neighbour, until it is not underfull, is merged away, or is the only child.
+    /// neighbour, until it is not underfull, is merged away, or is the only child. Returns
+    /// whether `inner` changed.
     pub(super) fn fix_underfull(
         &mut self,
         inner: &mut InnerNode,
         touched: &[NodeId],
-    ) -> Result<()> {
+    ) -> Result<bool> {
+        let mut changed = false;
         for &child in touched {
             while inner.children.len() >= 2 {
                 let Some(index) = inner.children.iter().position(|&c| c == child) else {
@@ -100,9 +102,10 @@ impl LaTree {
                 }
                 let left = if index + 1 < inner.children.len() { index } else { index - 1 };
                 self.rebalance_children(inner, left)?;
+                changed = true;
             }
         }
-        Ok(())
+        Ok(changed)
     }
 
     /// Rebalances children `left` and `left + 1` of `inner`, moving buffered entries to the
@@ -164,6 +167,10 @@ impl LaTree {
             self.root_level = root.level - 1;
             match self.read(child)? {
                 Node::Leaf(_) => pieces = self.descend(child, entries)?,
+                Node::Inner(_) if !self.options.buffered => {
+                    assert!(entries.is_empty(), "an unbuffered tree has no entries to hand down");
+                    pieces = Pieces::single(child);
+                }
                 Node::Inner(mut inner) => {
                     let buffer = match inner.buffer {
                         Some(buffer) => buffer,
@@ -201,9 +208,15 @@ impl LaTree {
                 }
             }
         }
-        let buffer = self.new_buffer();
-        self.append_batch(buffer, entries)?;
-        let root = InnerNode { level, separators, children, buffer: Some(buffer) };
+        let buffer = if self.options.buffered {
+            let buffer = self.new_buffer();
+            self.append_batch(buffer, entries)?;
+            Some(buffer)
+        } else {
+            assert!(entries.is_empty(), "an unbuffered tree has no entries to hand up");
+            None
+        };
+        let root = InnerNode { level, separators, children, buffer };
         let id = self.nodes.allocate()?;
         self.root = id;
         self.root_level = level;

@@ -1,7 +1,8 @@
 //! `verify()`: every invariant of the tree. Each node passes `verify_node` with its key
 //! bounds; children are one level below their parent, so all leaves are at one depth; the
 //! leaves are chained left to right by their sibling links, the last with none; exactly the
-//! root (when inner) and the inner nodes at buffered levels carry a buffer, no two nodes one;
+//! root (when inner) and the inner nodes at buffered levels carry a buffer, no two nodes one
+//! (no node and no pool buffer at all when the tree is unbuffered);
 //! every buffer entry lies in its node's key range; the pool holds no buffer the tree does
 //! not name.
 
@@ -63,6 +64,12 @@ impl LaTree {
         {
             return Err(broken(last, "the last leaf has a right sibling"));
         }
+        if !self.options.buffered
+            && (walk.stats.buffers > 0 || self.pool.buffer_ids().next().is_some())
+        {
+            let reason = "an unbuffered tree (latree-btree) holds a buffer";
+            return Err(Error::corruption(NODE_FILE, 0, reason));
+        }
         for buffer in self.pool.buffer_ids() {
             if !walk.buffers.contains(&BufferId(buffer.0)) {
                 let reason = format!("the pool holds buffer {buffer:?}, which no node names");
@@ -98,7 +105,8 @@ impl LaTree {
                 walk.leaves.push((id, leaf.right_sibling));
             }
             Node::Inner(inner) => {
-                let wants_buffer = is_root || self.is_buffered_level(level);
+                let wants_buffer =
+                    self.options.buffered && (is_root || self.is_buffered_level(level));
                 if inner.buffer.is_some() != wants_buffer {
                     return Err(broken(id, &format!("buffer {:?} at level {level}", inner.buffer)));
                 }

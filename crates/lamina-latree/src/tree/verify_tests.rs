@@ -92,3 +92,33 @@ fn an_orphaned_buffer_is_found() {
     tree.pool.append(pool_id(crate::node::BufferId(u64::MAX)), entry).unwrap();
     assert_broken(&tree, "which no node names");
 }
+
+#[test]
+fn a_buffer_in_an_unbuffered_tree_is_found() {
+    let storage = MemoryStorage::new();
+    let mut options = LaTreeOptions::for_device(DeviceProfile::host());
+    options.node_bytes = NodeLayout::node_bytes_min_for(12, 8);
+    options.key_bytes_max = 12;
+    options.value_bytes_max = 8;
+    options.buffered = false;
+    options.memory_bytes = 1024;
+    let mut tree = LaTree::create(&storage, options).unwrap();
+    for i in 0..800u32 {
+        tree.put(format!("{:012}", (i * 7) % 800).as_bytes(), b"v").unwrap();
+    }
+    let stats = tree.verify().unwrap();
+    assert!(stats.root_level >= 2 && stats.buffers == 0, "{stats:?}");
+    // A node naming a buffer.
+    let (first, _) = root_children(&tree);
+    let Node::Inner(mut inner) = tree.read(first).unwrap() else { panic!("inner") };
+    inner.buffer = Some(tree.new_buffer());
+    tree.write(first, Node::Inner(inner.clone())).unwrap();
+    assert_broken(&tree, "buffer");
+    inner.buffer = None;
+    tree.write(first, Node::Inner(inner)).unwrap();
+    tree.verify().unwrap();
+    // A buffer in the pool that no node names.
+    let entry = BufferEntry::put(b"000000000001", b"x", u64::MAX).unwrap();
+    tree.pool.append(pool_id(crate::node::BufferId(99)), entry).unwrap();
+    assert_broken(&tree, "unbuffered tree (latree-btree) holds a buffer");
+}
