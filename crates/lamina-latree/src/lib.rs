@@ -13,5 +13,8 @@
 pub mod adapt;
 pub mod buffer;
 pub mod cost;
+pub mod engine;
 pub mod node;
 pub mod tree;
+
+pub use engine::{LaTreeEngine, LaTreeEngineOptions};
