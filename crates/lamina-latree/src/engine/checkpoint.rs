@@ -32,7 +32,12 @@ impl Inner {
             let mut durable = self.durable.lock();
             let durable = durable.as_mut().expect("a persistent tree has a superblock");
             durable
-                .commit(&self.storage, state.applied_seq, &checkpoint)
+                .commit(
+                    &self.storage,
+                    state.applied_seq,
+                    &checkpoint,
+                    self.options.checkpoint_inline_bytes_max,
+                )
                 .map_err(|e| self.fail(e))?;
         }
         state.tree.checkpoint_committed();

@@ -55,11 +55,13 @@ impl Durable {
         storage: &Arc<dyn Storage>,
         applied_seq: u64,
         checkpoint: &TreeCheckpoint,
+        inline_bytes_max: usize,
     ) -> Result<()> {
         let bytes = checkpoint.encode();
         let capacity = self.superblock.payload_capacity();
-        let inline =
-            CommitRecord::inline_overhead_bytes(applied_seq, bytes.len()) + bytes.len() <= capacity;
+        let inline = bytes.len() <= inline_bytes_max
+            && CommitRecord::inline_overhead_bytes(applied_seq, bytes.len()) + bytes.len()
+                <= capacity;
         let (payload, file) = if inline {
             (CheckpointBytes::Inline(bytes), None)
         } else {
@@ -182,10 +184,11 @@ pub fn create(
     storage: &Arc<dyn Storage>,
     tree_options: &LaTreeOptions,
     durable: &mut Durable,
+    inline_bytes_max: usize,
 ) -> Result<LaTree> {
     let mut tree = LaTree::create(&**storage, tree_options.clone())?;
     let checkpoint = tree.checkpoint()?;
-    durable.commit(storage, 0, &checkpoint)?;
+    durable.commit(storage, 0, &checkpoint, inline_bytes_max)?;
     tree.checkpoint_committed();
     Ok(tree)
 }

@@ -97,7 +97,12 @@ impl LaTreeEngine {
             None => {
                 // A new store (or an interrupted creation, whose files are removed first).
                 remove_files(&storage, &recovered.cleanup)?;
-                let tree = durable::create(&storage, &tree_options, &mut durable)?;
+                let tree = durable::create(
+                    &storage,
+                    &tree_options,
+                    &mut durable,
+                    options.checkpoint_inline_bytes_max,
+                )?;
                 let log = SegmentLog::open_committed(storage.clone(), log_options, 0, |_| {
                     unreachable!("a new store's log is empty (recovery refuses log segments)")
                 })?;

@@ -16,6 +16,11 @@ pub const CHECKPOINT_LOG_BYTES_MIN: u64 = 4 << 10;
 /// Most log bytes between two checkpoints (bounds the replay at open).
 pub const CHECKPOINT_LOG_BYTES_MAX: u64 = 16 << 30;
 
+/// Largest checkpoint committed inline: what the superblock's block holds besides its own
+/// header, the commit number and the commit record's fields (at most 32 bytes).
+pub const CHECKPOINT_INLINE_BYTES_MAX: usize =
+    super::durable::SUPERBLOCK_BYTES - lamina_storage::block::BLOCK_HEADER_BYTES - 8 - 32;
+
 /// How a [`super::LaTreeEngine`] is opened.
 #[derive(Debug, Clone)]
 pub struct LaTreeEngineOptions {
@@ -33,6 +38,10 @@ pub struct LaTreeEngineOptions {
     /// Disk space the store may use (0: no limit). At the budget, puts that add data are
     /// refused with `NoSpace`; deletes and overwrites by values no longer go through.
     pub disk_budget_bytes: u64,
+    /// Largest encoded tree checkpoint committed inline in the superblock; larger ones go to
+    /// a side file the superblock names. At most (and by default)
+    /// [`CHECKPOINT_INLINE_BYTES_MAX`]; tests lower it to exercise side files.
+    pub checkpoint_inline_bytes_max: usize,
     /// Run [`crate::tree::LaTree::verify`] after every checkpoint (tests).
     pub verify_each_checkpoint: bool,
 }
@@ -53,6 +62,7 @@ impl LaTreeEngineOptions {
             intent: OpenIntent::CreateIfMissing,
             checkpoint_log_bytes: CHECKPOINT_LOG_BYTES_DEFAULT,
             disk_budget_bytes: 0,
+            checkpoint_inline_bytes_max: CHECKPOINT_INLINE_BYTES_MAX,
             verify_each_checkpoint: false,
         }
     }
@@ -83,6 +93,15 @@ impl LaTreeEngineOptions {
                 format!(
                     "{} is outside {CHECKPOINT_LOG_BYTES_MIN}..={CHECKPOINT_LOG_BYTES_MAX}",
                     self.checkpoint_log_bytes
+                ),
+            ));
+        }
+        if self.checkpoint_inline_bytes_max > CHECKPOINT_INLINE_BYTES_MAX {
+            return Err(Error::option(
+                "checkpoint_inline_bytes_max",
+                format!(
+                    "{} is over {CHECKPOINT_INLINE_BYTES_MAX}",
+                    self.checkpoint_inline_bytes_max
                 ),
             ));
         }
