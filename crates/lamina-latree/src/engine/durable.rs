@@ -172,6 +172,16 @@ pub fn recover(
         Some(n) => e.at(&storage.path_of(&checkpoint_file_name(n)), 0),
         None => Error::corruption(&sb_path, 0, format!("tree checkpoint: {e}")),
     })?;
+    for name in [NODE_FILE, BUFFER_FILE] {
+        // The tree would report an I/O error (not found): a lost file is damage.
+        if !names.iter().any(|n| n == name) {
+            return Err(Error::corruption(
+                storage.path_of(name),
+                0,
+                "the tree file is missing but the superblock names a checkpoint",
+            ));
+        }
+    }
     let tree = LaTree::open(&**storage, tree_options.clone(), &checkpoint)?;
     let cleanup =
         side_files.iter().filter(|&&n| Some(n) != file).map(|&n| checkpoint_file_name(n)).collect();
