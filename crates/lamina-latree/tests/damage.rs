@@ -21,6 +21,10 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 type History = Vec<(Vec<u8>, Vec<u8>)>;
 /// Writes before this index are in the checkpoint.
 const CHECKPOINTED: usize = 2501;
+/// Which files a damage applies to.
+type Pick = Box<dyn Fn(&str) -> bool>;
+/// A damage to one file.
+type Damage = Box<dyn Fn(&Arc<dyn Storage>)>;
 
 fn options(intent: OpenIntent, side_file: bool) -> LaTreeEngineOptions {
     let mut options = LaTreeEngineOptions::for_device(DeviceProfile::ssd_msp7525());
@@ -127,7 +131,7 @@ fn every_damage(side_file: bool) -> (usize, usize) {
     let (pristine, history) = built(side_file);
     let all = history.len();
     assert!(!corruption_or_right_data(&copy(&pristine), &history, all, "undamaged"));
-    let kinds: Vec<(&str, Box<dyn Fn(&str) -> bool>)> = vec![
+    let kinds: Vec<(&str, Pick)> = vec![
         ("superblock", Box::new(|n| n == SUPERBLOCK_FILE)),
         ("nodes", Box::new(|n| n == NODE_FILE)),
         ("buffers", Box::new(|n| n == BUFFER_FILE)),
@@ -140,7 +144,7 @@ fn every_damage(side_file: bool) -> (usize, usize) {
         assert_eq!(files.is_empty(), *kind == "side file" && !side_file, "{kind}: {files:?}");
         for name in files {
             let len = pristine.open(&name, OpenMode::Existing).unwrap().len().unwrap();
-            let mut damages: Vec<(String, Box<dyn Fn(&Arc<dyn Storage>)>)> = Vec::new();
+            let mut damages: Vec<(String, Damage)> = Vec::new();
             for offset in [0, 5, 100, 4096 + 17, len / 2, len.saturating_sub(30)] {
                 let n = name.clone();
                 damages.push((
