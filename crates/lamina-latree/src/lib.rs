@@ -8,7 +8,8 @@
 //! layout and write-coalescing pool (`buffer`), and the nodes, their table and cache
 //! (`node`), and the single-threaded tree core that puts them together (`tree`: lazy updates,
 //! emptying with splits, merges and buffer splitting, lookups with ADAPT, range scans,
-//! `verify()`). Concurrency, logging and recovery are not built yet.
+//! `verify()`), and the engine (`engine`: [`LaTreeEngine`] behind `lamina_core::OrderedIndex`,
+//! one tree lock, the group-commit log, checkpoints through the superblock, recovery).
 
 pub mod adapt;
 pub mod buffer;
