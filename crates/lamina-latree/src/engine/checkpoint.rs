@@ -19,26 +19,25 @@ impl Inner {
         self.checkpoint_locked(state)
     }
 
-    /// A checkpoint with the tree lock held exclusively. Any failure is sticky: the
-    /// checkpoint may have written part of the tree out, and the contract does not say the
-    /// tree may be checkpointed again before `checkpoint_committed` (the log keeps every
-    /// acknowledged write for the next open).
+    /// A checkpoint with the tree lock held exclusively. A failed `LaTree::checkpoint` or
+    /// superblock commit is retried by the next checkpoint (the tree's contract: nothing is
+    /// lost from memory, the last committed checkpoint still opens, and a checkpoint never
+    /// committed is replaced by the next one; a failed superblock commit leaves the current
+    /// state). A failed log sync is sticky: the log's state on the device is unknown.
     pub fn checkpoint_locked(&self, state: &mut State) -> Result<()> {
         let Some(log) = &self.log else { return Ok(()) };
-        let checkpoint = state.tree.checkpoint().map_err(|e| self.fail(e))?;
+        let checkpoint = state.tree.checkpoint()?;
         // The superblock must never name a record the log does not hold after a crash.
-        log.sync().map_err(|e| self.fail(e))?;
+        log.sync().map_err(|e| self.record_failure(e))?;
         {
             let mut durable = self.durable.lock();
             let durable = durable.as_mut().expect("a persistent tree has a superblock");
-            durable
-                .commit(
-                    &self.storage,
-                    state.applied_seq,
-                    &checkpoint,
-                    self.options.checkpoint_inline_bytes_max,
-                )
-                .map_err(|e| self.fail(e))?;
+            durable.commit(
+                &self.storage,
+                state.applied_seq,
+                &checkpoint,
+                self.options.checkpoint_inline_bytes_max,
+            )?;
         }
         state.tree.checkpoint_committed();
         state.logged_bytes = 0;
@@ -82,7 +81,8 @@ pub fn background(inner: &Inner) {
         if inner.check_open().is_err() {
             continue; // closed or failed: nothing to do until stopped
         }
-        // A failure is recorded (sticky) by `checkpoint_locked`; writers report it.
+        // A sticky failure is recorded by `checkpoint_locked` (writers report it); any other
+        // is retried when the next write finds the checkpoint still due.
         let _ = inner.checkpoint();
     }
 }

@@ -26,7 +26,8 @@
 //! 8. **A failure that may leave the tree half-changed is sticky**: an error from the tree
 //!    after the log append (e.g. an I/O error in the middle of an emptying) or from a sync
 //!    refuses every later call; the log holds every acknowledged write for the next open. A
-//!    full disk refused before anything changed is not sticky.
+//!    full disk refused before anything changed is not sticky, nor is a failed checkpoint
+//!    (retried; the last committed one and the log still hold everything).
 
 use std::sync::Arc;
 use std::sync::OnceLock;
