@@ -8,11 +8,16 @@
 //! layout and write-coalescing pool (`buffer`), and the nodes, their table and cache
 //! (`node`), and the single-threaded tree core that puts them together (`tree`: lazy updates,
 //! emptying with splits, merges and buffer splitting, lookups with ADAPT, range scans,
-//! `verify()`), and its checkpoints (`tree::TreeCheckpoint`: checkpoint, commit, reopen; crash
-//! consistent between checkpoints). Concurrency and logging are not built yet.
+//! `verify()`), its checkpoints (`tree::TreeCheckpoint`: crash consistent between
+//! checkpoints), its unbuffered baseline (`buffered = false`), and the engine (`engine`:
+//! [`LaTreeEngine`] behind `lamina_core::OrderedIndex`, one tree lock, the group-commit log,
+//! checkpoints through the superblock, recovery).
 
 pub mod adapt;
 pub mod buffer;
 pub mod cost;
+pub mod engine;
 pub mod node;
 pub mod tree;
+
+pub use engine::{LaTreeEngine, LaTreeEngineOptions};

@@ -8,6 +8,7 @@ use lamina_core::{
     CasOutcome, Entry, Error, KeyRange, OpenIntent, OrderedIndex, Result, Stats, WriteBatch,
 };
 use lamina_fdtree::FdTree;
+use lamina_latree::LaTreeEngine;
 use lamina_mem::{MemEngine, MemOptions};
 use lamina_nbtree::NbTree;
 use lamina_storage::{AccountingOptions, FileOptions, FileStorage, Storage};
@@ -28,6 +29,7 @@ enum Engine {
     Fdtree(FdTree),
     Trie(TrieEngine),
     Nbtree(NbTree),
+    Latree(LaTreeEngine),
 }
 
 macro_rules! dispatch {
@@ -37,6 +39,7 @@ macro_rules! dispatch {
             Engine::Fdtree($engine) => $body,
             Engine::Trie($engine) => $body,
             Engine::Nbtree($engine) => $body,
+            Engine::Latree($engine) => $body,
         }
     };
 }
@@ -134,6 +137,10 @@ impl Db {
             EngineKind::Nbtree => {
                 let nbtree = options.nbtree_options(intent);
                 Engine::Nbtree(NbTree::open(file_storage(dir, &options)?, &nbtree)?)
+            }
+            EngineKind::Latree | EngineKind::LatreeBtree => {
+                let latree = options.latree_options(intent);
+                Engine::Latree(LaTreeEngine::open(file_storage(dir, &options)?, &latree)?)
             }
         };
         if !created {

@@ -19,6 +19,12 @@ pub enum EngineKind {
     /// `nbtree`: the NB-tree (nested B-trees: an s-tree whose nodes each own a d-tree
     /// written sequentially, with Bloom filters and deamortized flushes; Zeighami and Wong).
     Nbtree,
+    /// `latree`: the Lazy-Adaptive Tree (a B+tree with cascaded flash-resident buffers
+    /// emptied by the ADAPT online algorithm; Agrawal et al., VLDB 2009).
+    Latree,
+    /// `latree-btree`: the LA-tree engine with buffering off, a plain B+tree (the paper's
+    /// baseline). Its own on-disk format name: a buffered tree is not opened as one.
+    LatreeBtree,
 }
 
 impl EngineKind {
@@ -28,6 +34,8 @@ impl EngineKind {
         EngineKind::Fdtree(FcMode::Xm),
         EngineKind::Fdtree(FcMode::Ds),
         EngineKind::Nbtree,
+        EngineKind::Latree,
+        EngineKind::LatreeBtree,
         EngineKind::Trie,
         EngineKind::Mem,
     ];
@@ -41,6 +49,8 @@ impl EngineKind {
             EngineKind::Fdtree(FcMode::Fc) => "fdtree-fc",
             EngineKind::Trie => "trie",
             EngineKind::Nbtree => "nbtree",
+            EngineKind::Latree => "latree",
+            EngineKind::LatreeBtree => "latree-btree",
         }
     }
 
@@ -52,6 +62,8 @@ impl EngineKind {
             EngineKind::Fdtree(_) => "fdtree",
             EngineKind::Trie => "trie",
             EngineKind::Nbtree => "nbtree",
+            EngineKind::Latree => "latree",
+            EngineKind::LatreeBtree => "latree-btree",
         }
     }
 
@@ -82,6 +94,14 @@ impl EngineKind {
             EngineKind::Nbtree => {
                 "NB-tree (nested B-trees: an s-tree of sequentially written d-trees with Bloom \
                  filters, single recursive flush and deamortized insertion; Zeighami and Wong)"
+            }
+            EngineKind::Latree => {
+                "LA-tree (B+tree with cascaded flash-resident buffers emptied by the ADAPT online \
+                 algorithm; Agrawal et al.): one tree lock, logged, checkpointed, crash-safe"
+            }
+            EngineKind::LatreeBtree => {
+                "the LA-tree engine with buffering off: a plain B+tree, the LA-tree paper's \
+                 baseline; logged, checkpointed, crash-safe"
             }
         }
     }
@@ -140,8 +160,10 @@ mod tests {
         assert_eq!(EngineKind::from_name("fdtree").unwrap(), EngineKind::default());
         let err = EngineKind::from_name("nope").unwrap_err();
         assert!(
-            err.to_string()
-                .contains("known: fdtree, fdtree-fc, fdtree-xm, fdtree-ds, nbtree, trie, mem"),
+            err.to_string().contains(
+                "known: fdtree, fdtree-fc, fdtree-xm, fdtree-ds, nbtree, latree, \
+                     latree-btree, trie, mem"
+            ),
             "{err}"
         );
     }

@@ -9,7 +9,7 @@
 //! 0       8     magic "LAMINADB"
 //! 8       4     format version of this file (2; version 1 has no flags byte)
 //! 12      1     engine name length n (1..=32)
-//! 13      n     engine name, ASCII (`mem`, `fdtree`, `trie`, `nbtree`, ...)
+//! 13      n     engine name, ASCII (`mem`, `fdtree`, `trie`, `nbtree`, `latree`, ...)
 //! 13+n    1     flags: bit 0 = the engine's files exist (created); other bits zero
 //! 14+n    4     masked CRC32C of bytes 0..14+n
 //! ```

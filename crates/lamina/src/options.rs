@@ -2,6 +2,7 @@
 
 use lamina_core::{Durability, Error, OpenIntent, Result};
 use lamina_fdtree::{FcMode, FdTreeOptions};
+use lamina_latree::LaTreeEngineOptions;
 use lamina_nbtree::NbTreeOptions;
 use lamina_storage::DeviceProfile;
 
@@ -17,7 +18,9 @@ pub struct Options {
     /// Memory an engine may use for its in-memory level or buffers (FD+tree's L0, NB-tree's
     /// root); 64 KiB to 64 GiB. The NB-tree holds its root d-tree twice (the one taking
     /// writes and the one being flushed), so its `sigma` is half of this, clamped into
-    /// `lamina_nbtree::options::SIGMA_BYTES_MIN..=SIGMA_BYTES_MAX` (64 KiB to 16 GiB).
+    /// `lamina_nbtree::options::SIGMA_BYTES_MIN..=SIGMA_BYTES_MAX` (64 KiB to 16 GiB). The
+    /// LA-tree splits it between its buffer pool and its node cache (25%, section 4.2), using at most
+    /// [`LATREE_MEMORY_BYTES_MAX`] of it.
     pub memory_budget_bytes: u64,
     /// Block cache size; 0 disables the cache; at most 1 TiB. Used by `fdtree`; the other
     /// engines have no block cache and ignore it.
@@ -87,6 +90,9 @@ pub const MEMORY_BUDGET_BYTES_MIN: u64 = 64 << 10;
 pub const MEMORY_BUDGET_BYTES_MAX: u64 = 64 << 30;
 /// Largest `cache_bytes`.
 pub const CACHE_BYTES_MAX: u64 = 1 << 40;
+/// Most of `memory_budget_bytes` the LA-tree takes (its buffer pool is at most
+/// `lamina_latree::buffer::POOL_BYTES_MAX`, 4 GiB, and takes 75% of its memory).
+pub const LATREE_MEMORY_BYTES_MAX: u64 = 4 << 30;
 /// Smallest nonzero `memory_limit_bytes` (1 MiB).
 pub const MEMORY_LIMIT_BYTES_MIN: u64 = 1 << 20;
 
@@ -186,6 +192,9 @@ impl Options {
         if nbtree {
             self.nbtree_options(OpenIntent::CreateIfMissing).validate()?;
         }
+        if matches!(self.engine, EngineKind::Latree | EngineKind::LatreeBtree) {
+            self.latree_options(OpenIntent::CreateIfMissing).validate()?;
+        }
         Ok(())
     }
 
@@ -202,6 +211,24 @@ impl Options {
             disk_budget_bytes: self.disk_budget_bytes,
             ..defaults
         }
+    }
+
+    /// The `latree` (or `latree-btree`) engine's options, opening with `intent`: the
+    /// engine's defaults for `device` (lamina's full key and value limits, 16 KiB nodes),
+    /// with the memory budget shared by its buffer pool and node cache.
+    pub(crate) fn latree_options(&self, intent: OpenIntent) -> LaTreeEngineOptions {
+        let mut latree = if self.engine == EngineKind::LatreeBtree {
+            LaTreeEngineOptions::btree_for_device(self.device)
+        } else {
+            LaTreeEngineOptions::for_device(self.device)
+        };
+        latree.tree.memory_bytes =
+            usize::try_from(self.memory_budget_bytes.min(LATREE_MEMORY_BYTES_MAX))
+                .unwrap_or(usize::MAX);
+        latree.durability = self.durability;
+        latree.intent = intent;
+        latree.disk_budget_bytes = self.disk_budget_bytes;
+        latree
     }
 
     /// The `nbtree` engine's options, opening with `intent`. `sigma` is half the memory

@@ -65,3 +65,17 @@ mod nbtree {
         kind: lamina::EngineKind::Nbtree
     });
 }
+
+mod latree {
+    lamina_core::conformance_tests!(super::super::DbSubject {
+        dir: tempfile::tempdir().unwrap(),
+        kind: lamina::EngineKind::Latree
+    });
+}
+
+mod latree_btree {
+    lamina_core::conformance_tests!(super::super::DbSubject {
+        dir: tempfile::tempdir().unwrap(),
+        kind: lamina::EngineKind::LatreeBtree
+    });
+}

@@ -59,7 +59,7 @@ fn writes_past_the_memory_limit_are_refused_and_deletes_make_room() {
 
 #[test]
 fn engines_without_a_memory_limit_refuse_the_option() {
-    for engine in [EngineKind::default(), EngineKind::Nbtree] {
+    for engine in [EngineKind::default(), EngineKind::Nbtree, EngineKind::Latree] {
         let dir = tempfile::tempdir().unwrap();
         let err = Db::open(dir.path(), options(engine)).unwrap_err();
         assert!(matches!(err, Error::Unsupported { .. }), "{engine}: {err}");

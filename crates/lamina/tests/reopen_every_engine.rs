@@ -110,10 +110,12 @@ per_engine! {
     fdtree_xm: EngineKind::Fdtree(lamina::FcMode::Xm);
     fdtree_ds: EngineKind::Fdtree(lamina::FcMode::Ds);
     nbtree: EngineKind::Nbtree;
+    latree: EngineKind::Latree;
+    latree_btree: EngineKind::LatreeBtree;
 }
 
 #[test]
 fn every_engine_is_covered() {
     // A new engine must be added to `per_engine!` above.
-    assert_eq!(EngineKind::ALL.len(), 6);
+    assert_eq!(EngineKind::ALL.len(), 8);
 }

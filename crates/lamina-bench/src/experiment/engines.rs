@@ -9,8 +9,8 @@ pub const FIGURE6_MODES: [&str; 3] = ["fdtree-xm", "fdtree-ds", "fdtree-fc"];
 /// The B+-tree of FD+FC section 5.3.
 pub const FDFC_BTREE: &str = "bdb";
 /// lamina's engines in `scale` (issue 22: FD+FC, FD+XM, the trie and the in-memory map;
-/// issue 16: the NB-tree).
-pub const SCALE_LAMINA: [&str; 5] = ["fdtree-fc", "fdtree-xm", "nbtree", "trie", "mem"];
+/// issue 16: the NB-tree; issue 18: the LA-tree).
+pub const SCALE_LAMINA: [&str; 6] = ["fdtree-fc", "fdtree-xm", "nbtree", "latree", "trie", "mem"];
 /// The engine whose paper `nbtree-insert` reproduces: its first lamina engine.
 pub const NBTREE_ENGINE: &str = "nbtree";
 /// The peers in `scale`: every peer library, the LSMs in their tuned configurations (Bloom
@@ -167,6 +167,8 @@ mod tests {
             "fdtree-xm",
             "fdtree-ds",
             "nbtree",
+            "latree",
+            "latree-btree",
             "trie",
             "mem",
             "rocksdb",
@@ -183,6 +185,7 @@ mod tests {
             "fdtree-fc",
             "fdtree-xm",
             "nbtree",
+            "latree",
             "trie",
             "mem",
             "rocksdb-tuned",
@@ -195,7 +198,7 @@ mod tests {
         assert_eq!((s.engines, s.missing), (expected, vec![]));
         let lamina_only = Experiment::Scale.select_engines(&names(&["fdtree-fc", "mem"]));
         assert_eq!(lamina_only.engines, names(&["fdtree-fc", "mem"]));
-        assert_eq!(lamina_only.missing.len(), 3 + SCALE_PEERS.len());
+        assert_eq!(lamina_only.missing.len(), 4 + SCALE_PEERS.len());
     }
 
     #[test]

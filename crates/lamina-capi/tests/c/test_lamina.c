@@ -785,6 +785,7 @@ static void test_every_engine_by_name(void) {
         {"trie", 1},   {"mem", 1},
         /* 0 while lamina-nbtree is a volatile placeholder: set to 1 when the engine lands. */
         {"nbtree", 1},
+        {"latree", 1}, {"latree-btree", 1},
     };
     size_t i;
     for (i = 0; i < sizeof engines / sizeof engines[0]; i++) {

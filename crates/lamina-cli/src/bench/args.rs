@@ -24,9 +24,9 @@ Experiments (--experiment NAME --out DIR; docs/results/bench-experiments.md):
       inserted keys, then min(N, 200,000) inserts from 2 threads, then close and a timed
       reopen that reads back 1,000 of the keys. Every engine gets a 64 MiB cache and a
       32 MiB memory budget (--cache-bytes, --memory-budget-bytes override) and durability
-      none (--durability overrides). Engines: fdtree-fc, fdtree-xm, nbtree, trie, mem and
-      every peer built in (rocksdb-tuned, leveldb-tuned, lmdb, bdb, wiredtiger-btree,
-      wiredtiger-lsm); --engines overrides, --rounds repeats with the engine order
+      none (--durability overrides). Engines: fdtree-fc, fdtree-xm, nbtree, latree, trie,
+      mem and every peer built in (rocksdb-tuned, leveldb-tuned, lmdb, bdb,
+      wiredtiger-btree, wiredtiger-lsm); --engines overrides, --rounds repeats with the engine order
       alternating. Reports inserts/s, insert p99, p99.99 and max, the max insert per 1% of
       the inserts (plot), inserts/s over time (plot), lookups/s and p99.99, write
       amplification, disk and memory bytes per record, peak disk and RSS, the 2-thread

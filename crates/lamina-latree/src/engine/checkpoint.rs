@@ -1,0 +1,88 @@
+//! Checkpoints (`durable.rs` says what one is) and the background thread that takes them once
+//! `checkpoint_log_bytes` were logged since the last (invariant 6 of `inner.rs`).
+
+use std::sync::atomic::Ordering;
+
+use lamina_core::{Error, Result};
+
+use super::inner::{Inner, State};
+
+impl Inner {
+    /// Takes a checkpoint now (a volatile tree has nothing to checkpoint).
+    pub fn checkpoint(&self) -> Result<()> {
+        if self.log.is_none() {
+            return self.check_open();
+        }
+        let mut guard = self.state.write();
+        self.check_failed()?;
+        let state = guard.as_mut().ok_or(Error::Closed)?;
+        self.checkpoint_locked(state)
+    }
+
+    /// A checkpoint with the tree lock held exclusively. A failed `LaTree::checkpoint` or
+    /// superblock commit is retried by the next checkpoint (the tree's contract: nothing is
+    /// lost from memory, the last committed checkpoint still opens, and a checkpoint never
+    /// committed is replaced by the next one; a failed superblock commit leaves the current
+    /// state). A failed log sync is sticky: the log's state on the device is unknown.
+    pub fn checkpoint_locked(&self, state: &mut State) -> Result<()> {
+        let Some(log) = &self.log else { return Ok(()) };
+        let checkpoint = state.tree.checkpoint()?;
+        // The superblock must never name a record the log does not hold after a crash.
+        log.sync().map_err(|e| self.record_failure(e))?;
+        {
+            let mut durable = self.durable.lock();
+            let durable = durable.as_mut().expect("a persistent tree has a superblock");
+            durable.commit(
+                &self.storage,
+                state.applied_seq,
+                &checkpoint,
+                self.options.checkpoint_inline_bytes_max,
+            )?;
+        }
+        state.tree.checkpoint_committed();
+        state.logged_bytes = 0;
+        self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        if self.options.verify_each_checkpoint {
+            state.tree.verify().map_err(|e| self.fail(e))?;
+        }
+        match log.truncate(state.applied_seq) {
+            // The log keeps records the tree already holds (replay skips them).
+            Ok(_) | Err(Error::NoSpace { .. }) => Ok(()),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// Refuses after a sticky failure (but not after `close`, whose final checkpoint runs
+    /// with `closed` set).
+    pub fn check_failed(&self) -> Result<()> {
+        match self.failure.get() {
+            Some(reason) => Err(Error::Io {
+                context: format!("the LA-tree failed earlier and accepts nothing more: {reason}"),
+                source: std::io::Error::other("earlier failure"),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The checkpointer thread: waits until a checkpoint is due or it is stopped.
+pub fn background(inner: &Inner) {
+    loop {
+        {
+            let mut wake = inner.wake.lock();
+            while !wake.due && !wake.stop {
+                inner.wake_cv.wait(&mut wake);
+            }
+            if wake.stop {
+                return;
+            }
+            wake.due = false;
+        }
+        if inner.check_open().is_err() {
+            continue; // closed or failed: nothing to do until stopped
+        }
+        // A sticky failure is recorded by `checkpoint_locked` (writers report it); any other
+        // is retried when the next write finds the checkpoint still due.
+        let _ = inner.checkpoint();
+    }
+}

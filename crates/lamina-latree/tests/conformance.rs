@@ -1,0 +1,103 @@
+//! The conformance kit against the `latree` and `latree-btree` engines: volatile, persistent
+//! over memory storage (close/reopen), and persistent over the fault-injecting backend
+//! (simulated crashes). Small memory and a small `U` make the kit's workloads empty buffers,
+//! split and merge nodes constantly; small `checkpoint_log_bytes` makes them checkpoint and
+//! truncate the log often, and every checkpoint verifies the tree.
+
+use std::sync::Arc;
+
+use lamina_core::testkit::Subject;
+use lamina_core::{Durability, Result};
+use lamina_latree::engine::CHECKPOINT_LOG_BYTES_MIN;
+use lamina_latree::{LaTreeEngine, LaTreeEngineOptions};
+use lamina_storage::{DeviceProfile, FaultyStorage, Storage};
+
+fn options(buffered: bool, durability: Durability) -> LaTreeEngineOptions {
+    let mut options = LaTreeEngineOptions::for_device(DeviceProfile::ssd_msp7525());
+    options.tree.buffered = buffered;
+    options.tree.buffer_entries_max = 64;
+    options.tree.memory_bytes = 1 << 20;
+    options.durability = durability;
+    options.checkpoint_log_bytes = CHECKPOINT_LOG_BYTES_MIN * 16;
+    options.verify_each_checkpoint = true;
+    options
+}
+
+macro_rules! per_engine {
+    ($name:ident, $buffered:expr) => {
+        mod $name {
+            use super::*;
+
+            pub struct Volatile;
+
+            impl Subject for Volatile {
+                type Index = LaTreeEngine;
+                fn open(&mut self) -> Result<LaTreeEngine> {
+                    LaTreeEngine::volatile(&options($buffered, Durability::None))
+                }
+                fn durable(&self) -> bool {
+                    false
+                }
+            }
+
+            pub struct Durable {
+                pub storage: Arc<dyn Storage>,
+            }
+
+            impl Subject for Durable {
+                type Index = LaTreeEngine;
+                fn open(&mut self) -> Result<LaTreeEngine> {
+                    LaTreeEngine::open(self.storage.clone(), &options($buffered, Durability::None))
+                }
+                fn durable(&self) -> bool {
+                    true
+                }
+            }
+
+            pub struct Crashing {
+                pub storage: FaultyStorage,
+            }
+
+            impl Subject for Crashing {
+                type Index = LaTreeEngine;
+                fn open(&mut self) -> Result<LaTreeEngine> {
+                    let storage = Arc::new(self.storage.clone());
+                    LaTreeEngine::open(storage, &options($buffered, Durability::Sync))
+                }
+                fn durable(&self) -> bool {
+                    true
+                }
+                fn can_crash(&self) -> bool {
+                    true
+                }
+                fn crash(&mut self, index: LaTreeEngine) {
+                    self.storage.crash().unwrap();
+                    index.crash();
+                    drop(index);
+                    self.storage = self.storage.reopen_after_crash().unwrap();
+                }
+            }
+
+            mod volatile {
+                lamina_core::conformance_tests!(super::super::Volatile);
+            }
+
+            mod durable {
+                lamina_core::conformance_tests!(super::super::Durable {
+                    storage: std::sync::Arc::new(lamina_storage::MemoryStorage::new())
+                });
+            }
+
+            mod crashing {
+                lamina_core::conformance_tests!(super::super::Crashing {
+                    storage: lamina_storage::FaultyStorage::in_memory(
+                        lamina_storage::FaultPlan::none()
+                    ),
+                });
+            }
+        }
+    };
+}
+
+per_engine!(latree, true);
+per_engine!(latree_btree, false);
