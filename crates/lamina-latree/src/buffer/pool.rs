@@ -146,6 +146,11 @@ impl BufferPool {
         let Some(state) = self.buffers.get(&buffer) else {
             return Ok(BufferContents { tail: Vec::new(), fragments: Vec::new() });
         };
+        Ok(BufferContents { tail: state.tail.clone(), fragments: self.read_chain(buffer, state)? })
+    }
+
+    /// The fragments of `buffer` on flash, newest first (each checked against the chain).
+    fn read_chain(&self, buffer: BufferId, state: &BufferState) -> Result<Vec<Fragment>> {
         let mut fragments = Vec::with_capacity(state.chain.len());
         let mut expected = state.chain.iter().rev();
         for item in self.store.walk(buffer, state.head()) {
@@ -159,7 +164,7 @@ impl BufferPool {
         if expected.next().is_some() {
             return Err(self.chain_mismatch(state.chain[0].addr));
         }
-        Ok(BufferContents { tail: state.tail.clone(), fragments })
+        Ok(fragments)
     }
 
     fn chain_mismatch(&self, addr: FragmentAddr) -> Error {
@@ -176,10 +181,24 @@ impl BufferPool {
     }
 
     /// The newest entry of `key` in `buffer` (largest seq), if any: what a lookup passing
-    /// this buffer finds (section 2.1, "immediate lookups"). Reads the whole buffer.
+    /// this buffer finds (section 2.1, "immediate lookups").
+    ///
+    /// A key's entries in one buffer are in sequence order by position (a buffer receives
+    /// single updates in order, or batches sorted by (key, seq) each newer than everything
+    /// it holds; merged buffers hold disjoint keys), and the tail holds the newest
+    /// positions: a match in the tail is the answer without reading flash or copying the
+    /// tail.
     pub fn find(&self, buffer: BufferId, key: &[u8]) -> Result<Option<BufferEntry>> {
-        let contents = self.read(buffer)?;
-        let found = contents.newest_first().filter(|e| e.key() == key).max_by_key(|e| e.seq());
+        let Some(state) = self.buffers.get(&buffer) else { return Ok(None) };
+        if let Some(found) = state.tail.iter().filter(|e| e.key() == key).max_by_key(|e| e.seq()) {
+            return Ok(Some(found.clone()));
+        }
+        let fragments = self.read_chain(buffer, state)?;
+        let found = fragments
+            .iter()
+            .flat_map(|f| f.entries.iter())
+            .filter(|e| e.key() == key)
+            .max_by_key(|e| e.seq());
         Ok(found.cloned())
     }
 
