@@ -48,6 +48,10 @@ impl Inner {
 
     /// Delete; whether the key existed (an absent key logs nothing).
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        // Not the paper's lazy delete (section 2.1 appends it to the root buffer unread):
+        // `OrderedIndex::delete` answers whether the key existed, so a delete is first a
+        // lookup (through the buffers, with ADAPT's register update and a possible
+        // emptying). Deletes in a `WriteBatch` stay lazy.
         self.check_key(key)?;
         let logged = {
             let mut state = self.lock_tree()?;
