@@ -58,6 +58,12 @@ fn oversized_key_is_refused_and_changes_nothing() {
     assert_eq!(err.lines().count(), 1, "one line, no backtrace: {err}");
     let out = lamina(&db, &["get", &long_key]);
     assert_eq!(out.status.code(), Some(2));
+    for bound in ["--from", "--to"] {
+        let out = lamina(&db, &["scan", bound, &long_key]);
+        assert!(!out.status.success(), "scan {bound} with a 1025-byte key must be refused");
+        assert!(stderr(&out).contains("1024-byte limit"), "{}", stderr(&out));
+        assert_eq!(stdout(&out), "");
+    }
     assert_eq!(stdout(&lamina(&db, &["scan"])), "k\tv\n");
     let big_value = "v".repeat(4097);
     let out = lamina(&db, &["put", "k", &big_value]);

@@ -34,6 +34,23 @@ pub fn check_key(key: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
+/// Checks the bounds of a scan: a bound key longer than [`KEY_BYTES_MAX`] names no key a
+/// store can hold, so it is refused like such a key (`KeyTooLong`). The empty key is a valid
+/// bound (everything sorts at or after it).
+pub fn check_range(range: &crate::KeyRange) -> Result<(), Error> {
+    for bound in [&range.start, &range.end] {
+        if let std::ops::Bound::Included(key) | std::ops::Bound::Excluded(key) = bound
+            && key.len() > KEY_BYTES_MAX
+        {
+            return Err(Error::InvalidArgument(InvalidArgument::KeyTooLong {
+                len: key.len(),
+                max: KEY_BYTES_MAX,
+            }));
+        }
+    }
+    Ok(())
+}
+
 /// Checks a value against [`VALUE_BYTES_MAX`].
 pub fn check_value(value: &[u8]) -> Result<(), Error> {
     if value.len() > VALUE_BYTES_MAX {
@@ -72,6 +89,13 @@ mod tests {
     #[test]
     fn key_limits_are_inclusive() {
         assert!(check_key(&[0u8; KEY_BYTES_MIN]).is_ok());
+        let bounded = |start: Vec<u8>, end: Vec<u8>| crate::KeyRange {
+            start: std::ops::Bound::Included(start),
+            end: std::ops::Bound::Excluded(end),
+        };
+        assert!(check_range(&bounded(vec![], vec![0u8; KEY_BYTES_MAX])).is_ok());
+        assert!(check_range(&bounded(vec![0u8; KEY_BYTES_MAX + 1], vec![1])).is_err());
+        assert!(check_range(&bounded(vec![1], vec![0u8; KEY_BYTES_MAX + 1])).is_err());
         assert!(check_key(&[0u8; KEY_BYTES_MAX]).is_ok());
         assert!(matches!(check_key(&[]), Err(Error::InvalidArgument(InvalidArgument::KeyEmpty))));
         let err = check_key(&[0u8; KEY_BYTES_MAX + 1]).unwrap_err();

@@ -71,6 +71,10 @@ impl Db {
         options.validate()?;
         let dir = dir.as_ref();
         prepare_dir(dir, options.create_if_missing)?;
+        // Refuse a foreign directory before creating anything in it (not even `LOCK`).
+        if Meta::read(dir)?.is_none() {
+            refuse_foreign_dir(dir)?;
+        }
         let lock = lock_dir(dir)?;
         let created = match Meta::read(dir)? {
             Some(meta) if meta.engine != options.engine.format_name() => {
@@ -85,19 +89,8 @@ impl Db {
             }
             Some(meta) => meta.created,
             None => {
-                let foreign = std::fs::read_dir(dir)
-                    .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?
-                    .filter_map(std::result::Result::ok)
-                    .any(|entry| entry.file_name() != LOCK_FILE_NAME);
-                if foreign {
-                    return Err(Error::Incompatible {
-                        reason: format!(
-                            "{} is not empty and has no {META_FILE_NAME} file: not a lamina \
-                             database",
-                            dir.display()
-                        ),
-                    });
-                }
+                // Checked again under the lock: another process may have written meanwhile.
+                refuse_foreign_dir(dir)?;
                 let engine = options.engine.format_name().to_string();
                 Meta { engine, created: false }.write(dir)?;
                 false
@@ -197,6 +190,24 @@ fn prepare_dir(dir: &Path, create_if_missing: bool) -> Result<()> {
     }
 }
 
+/// `Incompatible` if `dir` (which has no `LAMINA` file) holds anything but a `LOCK` file: it is
+/// not a lamina database, and opening it must not write there.
+fn refuse_foreign_dir(dir: &Path) -> Result<()> {
+    let foreign = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?
+        .filter_map(std::result::Result::ok)
+        .any(|entry| entry.file_name() != LOCK_FILE_NAME);
+    if foreign {
+        return Err(Error::Incompatible {
+            reason: format!(
+                "{} is not empty and has no {META_FILE_NAME} file: not a lamina database",
+                dir.display()
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn lock_dir(dir: &Path) -> Result<File> {
     let path = dir.join(LOCK_FILE_NAME);
     let file = File::options()
@@ -250,6 +261,7 @@ impl Db {
 
     /// Up to `limit` pairs in `range`, ascending.
     pub fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
+        lamina_core::limits::check_range(range)?;
         dispatch!(self, e => e.scan(range, limit))
     }
 

@@ -43,6 +43,11 @@ fn a_foreign_directory_is_refused_and_left_alone() {
     let err = Db::open(dir.path(), options()).unwrap_err();
     assert!(err.to_string().contains("not a lamina database"), "{err}");
     assert!(!dir.path().join(lamina::META_FILE_NAME).exists());
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["thesis.tex"], "opening a foreign directory must write nothing there");
 }
 
 #[test]
