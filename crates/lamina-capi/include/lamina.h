@@ -249,6 +249,19 @@ lamina_status lamina_iter_next(lamina_iter *iter, void *key_buf, size_t *key_len
 /** Frees the iterator. NULL is a no-op. */
 void lamina_iter_close(lamina_iter *iter);
 
+/* ---- Verification ------------------------------------------------------------------- */
+
+/**
+ * Checks the closed database in directory dir without changing any of its files: every file
+ * the engine reads when opening (recovery is done in memory), the engine's structural
+ * invariants, and a full scan checked against point reads. LAMINA_OK when clean, with the
+ * number of entries in *entries (when entries is not NULL); LAMINA_CORRUPTION with the first
+ * problem (file, offset, what), LAMINA_IO_ERROR if the database is open elsewhere. opts: the
+ * options the database is used with (NULL = defaults; its engine is taken from the
+ * database). Failures are described by lamina_last_error_message(NULL).
+ */
+lamina_status lamina_verify(const char *dir, const lamina_options *opts, uint64_t *entries);
+
 /* ---- Errors and version ------------------------------------------------------------- */
 
 /** A static, NUL-terminated description of status ("unknown lamina status" for unknown

@@ -105,6 +105,43 @@ pub unsafe extern "C" fn lamina_close(db: *mut DbHandle) -> c_int {
     })
 }
 
+/// `int lamina_verify(const char *dir, const lamina_options *opts, uint64_t *entries)`:
+/// checks the closed database in `dir` without changing it (`Db::verify`); on success stores
+/// the number of entries in `*entries` (when not NULL). Failures are described by
+/// `lamina_last_error_message(NULL)`.
+///
+/// # Safety
+/// `dir` must be NULL or NUL-terminated; `opts` NULL or a valid `lamina_options`; `entries`
+/// NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lamina_verify(
+    dir: *const c_char,
+    opts: *const LaminaOptions,
+    entries: *mut u64,
+) -> c_int {
+    guarded(Scope::NONE, || {
+        if dir.is_null() {
+            return Err(Failure::invalid("dir is NULL"));
+        }
+        // SAFETY: non-NULL and NUL-terminated by the contract.
+        let path = path_of(unsafe { CStr::from_ptr(dir) })?;
+        if path.as_os_str().is_empty() {
+            return Err(Failure::invalid("dir is the empty string"));
+        }
+        // SAFETY: `opts` is NULL or valid by the contract.
+        let opts = unsafe { opts.as_ref() }.copied().unwrap_or_else(LaminaOptions::defaults);
+        // SAFETY: `opts.engine` is NULL or NUL-terminated by the contract.
+        let mut options = unsafe { opts.to_rust() }?;
+        options.create_if_missing = false;
+        let report = Db::verify(&path, options)?;
+        if !entries.is_null() {
+            // SAFETY: non-NULL and writable by the contract.
+            unsafe { entries.write(report.entries) };
+        }
+        Ok(LAMINA_OK)
+    })
+}
+
 /// `int lamina_get(lamina_db *db, const void *key, size_t key_len, void *value_buf,
 /// size_t *value_len)`.
 ///

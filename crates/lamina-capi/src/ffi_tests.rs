@@ -8,7 +8,7 @@ use lamina_facade::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 
 use crate::db::{
     DbHandle, lamina_close, lamina_compare_and_swap, lamina_delete, lamina_get, lamina_open,
-    lamina_put,
+    lamina_put, lamina_verify,
 };
 use crate::iter::{
     IterHandle, PAGE_ENTRIES, lamina_iter_close, lamina_iter_next, lamina_iter_open,
@@ -288,6 +288,28 @@ fn an_iterator_outliving_its_handle_fails_cleanly_and_holds_the_lock() {
     let reopened = open_at(&dir).unwrap();
     // SAFETY: live handle, not used after.
     assert_eq!(unsafe { lamina_close(reopened) }, LAMINA_OK);
+}
+
+#[test]
+fn verify_counts_the_entries_of_a_closed_database_and_refuses_an_open_one() {
+    let mut db = TestDb::new();
+    assert_eq!(db.put(b"a", b"1"), LAMINA_OK);
+    assert_eq!(db.put(b"b", b"2"), LAMINA_OK);
+    let path = std::ffi::CString::new(db.dir.path().to_str().unwrap()).unwrap();
+    let opts = mem_options();
+    let mut entries = u64::MAX;
+    // SAFETY: a C string, a valid options struct and a writable out pointer.
+    let open = unsafe { lamina_verify(path.as_ptr(), &raw const opts, &raw mut entries) };
+    assert_eq!(open, LAMINA_IO_ERROR, "the database is open");
+    let handle = std::mem::replace(&mut db.db, null_mut());
+    // SAFETY: the handle is live and not used after.
+    assert_eq!(unsafe { lamina_close(handle) }, LAMINA_OK);
+    // SAFETY: as above.
+    let status = unsafe { lamina_verify(path.as_ptr(), &raw const opts, &raw mut entries) };
+    assert_eq!(status, LAMINA_OK);
+    assert_eq!(entries, 2);
+    // SAFETY: NULL dir is refused without being read.
+    assert_eq!(unsafe { lamina_verify(null(), null(), null_mut()) }, LAMINA_INVALID_ARGUMENT);
 }
 
 /// The `NAME = value` and `#define NAME value` constants of the header.

@@ -67,6 +67,10 @@ pub enum Command {
         #[arg(long, value_name = "N")]
         limit: Option<u64>,
     },
+    /// Check a closed database without changing it: every file the engine reads, its
+    /// structural invariants, and a full scan against point reads. Prints a summary and exits
+    /// 0 when clean; prints the first problem (file, offset, what) and exits 2 otherwise.
+    Verify,
     /// List the engines this build contains.
     Engines,
     /// Benchmark engines with the papers' workloads (see `lamina bench --help`).

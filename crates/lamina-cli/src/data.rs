@@ -65,6 +65,32 @@ fn open_with(
     Db::open(dir, options).map_err(|e| e.to_string())
 }
 
+/// `lamina verify`: [`Db::verify`] with the options the other commands open with.
+pub fn verify(global: &GlobalArgs) -> Result<ExitCode, String> {
+    let dir = global.dir.as_ref().ok_or("--dir DIR is required for this command")?;
+    if !dir.exists() {
+        return Err(format!("no database at {}", dir.display()));
+    }
+    let options = Options {
+        disk_budget_bytes: global.disk_budget_bytes,
+        memory_limit_bytes: global.memory_limit_bytes,
+        create_if_missing: false,
+        ..Options::default()
+    };
+    let report = Db::verify(dir, options).map_err(|e| e.to_string())?;
+    println!(
+        "{}: clean ({} engine, {} entries, {} key bytes, {} value bytes, {} files, {} bytes read)",
+        dir.display(),
+        report.engine,
+        report.entries,
+        report.key_bytes,
+        report.value_bytes,
+        report.files,
+        report.bytes_read
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 fn finish(db: &Db) -> Result<(), String> {
     db.close().map_err(|e| e.to_string())
 }

@@ -33,6 +33,7 @@ fn main() -> ExitCode {
         Command::Scan { ref from, ref to, limit } => {
             data::scan(&cli.global, from.as_deref(), to.as_deref(), limit)
         }
+        Command::Verify => data::verify(&cli.global),
         Command::Serve(ref args) => serve::run(&cli.global, args),
         Command::Bench(ref args) => {
             match bench::run(args, cli.global.dir.as_deref(), cli.global.engine.as_deref()) {

@@ -4,6 +4,7 @@
 //!
 //! - [`backend`]: the [`Storage`] / [`StorageFile`] traits and their shared semantics.
 //! - [`memory`], [`file`](mod@file): the `memory` and `file` backends.
+//! - [`overlay`]: a directory read in place with every change kept in memory (`lamina verify`).
 //! - [`accounting`]: exact I/O counters ([`lamina_core::IoStats`]) kept by every backend.
 //! - [`device`]: device profiles turning accesses into modeled time (LA-tree Tables 2 and 5).
 //! - [`block`]: the checksummed block format (`docs/format/block.md`).
@@ -31,6 +32,7 @@ pub mod file;
 pub mod freelist;
 pub mod log;
 pub mod memory;
+pub mod overlay;
 pub mod pmem;
 pub mod read_map;
 pub mod superblock;
@@ -45,5 +47,6 @@ pub use faulty::{FaultyFile, FaultyStorage, is_simulated_crash};
 pub use file::{DiskFile, FileOptions, FileStorage};
 pub use freelist::FreeList;
 pub use memory::{MemoryFile, MemoryStorage};
+pub use overlay::{OverlayFile, OverlayStorage};
 pub use read_map::ReadMap;
 pub use superblock::{Committed, SlotState, Superblock};

@@ -24,7 +24,7 @@ pub const LOCK_FILE_NAME: &str = "LOCK";
 /// The engines, dispatched by enum (no virtual call on the hot path).
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)] // one per open database; boxing would add a pointer chase
-enum Engine {
+pub(crate) enum Engine {
     Mem(MemEngine),
     Fdtree(FdTree),
     Trie(TrieEngine),
@@ -32,6 +32,7 @@ enum Engine {
     Latree(LaTreeEngine),
 }
 
+/// Calls `$body` on whichever engine `$self.engine` holds.
 macro_rules! dispatch {
     ($self:expr, $engine:ident => $body:expr) => {
         match &$self.engine {
@@ -97,45 +98,7 @@ impl Db {
             }
         };
         let intent = if created { OpenIntent::MustExist } else { OpenIntent::CreateIfMissing };
-        let nonzero = |bytes: u64| (bytes != 0).then_some(bytes);
-        let engine = match options.engine {
-            EngineKind::Mem => {
-                let mem = MemOptions {
-                    durability: options.durability,
-                    disk_budget_bytes: nonzero(options.disk_budget_bytes),
-                    memory_limit_bytes: nonzero(options.memory_limit_bytes),
-                    intent,
-                    ..MemOptions::default()
-                };
-                Engine::Mem(MemEngine::open(file_storage(dir, &options)?, &mem)?)
-            }
-            EngineKind::Fdtree(mode) => {
-                let fdtree = options.fdtree_options(mode);
-                Engine::Fdtree(FdTree::open_with_intent(
-                    file_storage(dir, &options)?,
-                    &fdtree,
-                    intent,
-                )?)
-            }
-            EngineKind::Trie => {
-                let mut trie = TrieOptions::default().durability(options.durability).intent(intent);
-                if let Some(budget) = nonzero(options.disk_budget_bytes) {
-                    trie = trie.disk_budget_bytes(budget);
-                }
-                if let Some(limit) = nonzero(options.memory_limit_bytes) {
-                    trie = trie.memory_limit_bytes(limit);
-                }
-                Engine::Trie(TrieEngine::open(file_storage(dir, &options)?, trie)?)
-            }
-            EngineKind::Nbtree => {
-                let nbtree = options.nbtree_options(intent);
-                Engine::Nbtree(NbTree::open(file_storage(dir, &options)?, &nbtree)?)
-            }
-            EngineKind::Latree | EngineKind::LatreeBtree => {
-                let latree = options.latree_options(intent);
-                Engine::Latree(LaTreeEngine::open(file_storage(dir, &options)?, &latree)?)
-            }
-        };
+        let engine = open_engine(dir, &options, intent, None)?;
         if !created {
             let engine = options.engine.format_name().to_string();
             Meta { engine, created: true }.write(dir)?;
@@ -161,6 +124,80 @@ impl Db {
     /// An iterator over `range` in ascending key order, fetched in pages.
     pub fn iter(&self, range: KeyRange) -> ScanIter<'_, Db> {
         ScanIter::new(self, range)
+    }
+}
+
+/// Opens the engine `options.engine` over `dir`'s files, or over `over` when given (the
+/// read-only overlay of [`Db::verify`]).
+pub(crate) fn open_engine(
+    dir: &Path,
+    options: &Options,
+    intent: OpenIntent,
+    over: Option<Arc<dyn Storage>>,
+) -> Result<Engine> {
+    let storage = match over {
+        Some(storage) => storage,
+        None => file_storage(dir, options)?,
+    };
+    let nonzero = |bytes: u64| (bytes != 0).then_some(bytes);
+    let engine = match options.engine {
+        EngineKind::Mem => {
+            let mem = MemOptions {
+                durability: options.durability,
+                disk_budget_bytes: nonzero(options.disk_budget_bytes),
+                memory_limit_bytes: nonzero(options.memory_limit_bytes),
+                intent,
+                ..MemOptions::default()
+            };
+            Engine::Mem(MemEngine::open(storage, &mem)?)
+        }
+        EngineKind::Fdtree(mode) => {
+            let fdtree = options.fdtree_options(mode);
+            Engine::Fdtree(FdTree::open_with_intent(storage, &fdtree, intent)?)
+        }
+        EngineKind::Trie => {
+            let mut trie = TrieOptions::default().durability(options.durability).intent(intent);
+            if let Some(budget) = nonzero(options.disk_budget_bytes) {
+                trie = trie.disk_budget_bytes(budget);
+            }
+            if let Some(limit) = nonzero(options.memory_limit_bytes) {
+                trie = trie.memory_limit_bytes(limit);
+            }
+            Engine::Trie(TrieEngine::open(storage, trie)?)
+        }
+        EngineKind::Nbtree => {
+            let nbtree = options.nbtree_options(intent);
+            Engine::Nbtree(NbTree::open(storage, &nbtree)?)
+        }
+        EngineKind::Latree | EngineKind::LatreeBtree => {
+            let latree = options.latree_options(intent);
+            Engine::Latree(LaTreeEngine::open(storage, &latree)?)
+        }
+    };
+    Ok(engine)
+}
+
+impl Engine {
+    /// The engine behind the common API.
+    pub(crate) fn index(&self) -> &dyn OrderedIndex {
+        match self {
+            Engine::Mem(e) => e,
+            Engine::Fdtree(e) => e,
+            Engine::Trie(e) => e,
+            Engine::Nbtree(e) => e,
+            Engine::Latree(e) => e,
+        }
+    }
+
+    /// Checks the engine's own structural invariants where it defines them (fdtree, nbtree
+    /// and latree `verify`; mem and trie check their files while opening).
+    pub(crate) fn verify_structure(&self) -> Result<()> {
+        match self {
+            Engine::Mem(_) | Engine::Trie(_) => Ok(()),
+            Engine::Fdtree(e) => e.verify(),
+            Engine::Nbtree(e) => e.verify(),
+            Engine::Latree(e) => e.verify().map(|_| ()),
+        }
     }
 }
 

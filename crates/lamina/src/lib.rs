@@ -23,6 +23,7 @@ mod engine_kind;
 mod iter;
 mod meta;
 mod options;
+mod verify;
 
 pub use db::Db;
 pub use engine_kind::EngineKind;
@@ -36,6 +37,7 @@ pub use lamina_fdtree::FcMode;
 pub use lamina_storage::DeviceProfile;
 pub use meta::{META_FILE_NAME, Meta};
 pub use options::{MEMORY_LIMIT_BYTES_MIN, Options};
+pub use verify::VerifyReport;
 
 /// The README's example, compiled and run as a doctest so it stays true.
 #[doc = include_str!("../../../README.md")]
