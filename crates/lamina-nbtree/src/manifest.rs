@@ -6,7 +6,8 @@
 //! ```text
 //! magic "NBTM" (u32 LE) | version (u32 LE) | fanout (u32 LE) | sigma_bytes (u64 LE)
 //! | next_node_id (varint) | next_dtree_id (varint) | flushed_seq (varint) | root (varint)
-//! | node count (varint) | nodes... | masked CRC32C of everything before (u32 LE)
+//! | log_synced_seq (varint, version 2 only) | node count (varint) | nodes...
+//! | masked CRC32C of everything before (u32 LE)
 //! node: id (varint) | dtree id (varint, 0: none) | live_bytes (varint)
 //!     | live_entries (varint) | flushed_through: 0 (u8) or 1 (u8) + key (varint len, bytes)
 //!     | key count (varint) | keys (varint len, bytes)... | child count (varint)
@@ -21,7 +22,10 @@ use crate::options::FANOUT_MAX;
 use crate::stree::{NODES_MAX, NodeId};
 
 const MAGIC: u32 = u32::from_le_bytes(*b"NBTM");
-const VERSION: u32 = 1;
+/// Version 2 added `log_synced_seq`; version 1 manifests are read with it equal to
+/// `flushed_seq` (what version 1 recovery assumed).
+const VERSION: u32 = 2;
+const VERSION_WITHOUT_LOG_SYNCED: u32 = 1;
 
 /// One s-node as recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +59,10 @@ pub struct Manifest {
     pub next_dtree_id: u64,
     /// Every log record up to this sequence number is in the d-trees.
     pub flushed_seq: u64,
+    /// The log was synced through this sequence number when this manifest was committed (at
+    /// least `flushed_seq`; at a clean close, the log's last record), so recovery refuses a
+    /// log cut before it instead of taking the cut for a crash's torn tail.
+    pub log_synced_seq: u64,
     /// The root s-node.
     pub root: NodeId,
     /// Every s-node.
@@ -66,7 +74,8 @@ fn body(m: &Manifest, out: &mut Vec<u8>) {
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&m.fanout.to_le_bytes());
     out.extend_from_slice(&m.sigma_bytes.to_le_bytes());
-    for v in [m.next_node_id, m.next_dtree_id, m.flushed_seq, m.root, m.nodes.len() as u64] {
+    let fields = [m.next_node_id, m.next_dtree_id, m.flushed_seq, m.root, m.log_synced_seq];
+    for v in fields.into_iter().chain([m.nodes.len() as u64]) {
         put_varint(out, v);
     }
     for n in &m.nodes {
@@ -117,13 +126,19 @@ impl Decode for Manifest {
             return Err(DecodeError::new(0, "not an NB-tree manifest (bad magic)"));
         }
         let version = r.u32()?;
-        if version != VERSION {
+        if version != VERSION && version != VERSION_WITHOUT_LOG_SYNCED {
             return Err(DecodeError::new(4, format!("manifest version {version} unknown")));
         }
         let fanout = r.u32()?;
         let sigma_bytes = r.u64()?;
         let (next_node_id, next_dtree_id, flushed_seq, root) =
             (r.varint()?, r.varint()?, r.varint()?, r.varint()?);
+        let log_synced_seq = if version == VERSION { r.varint()? } else { flushed_seq };
+        if log_synced_seq < flushed_seq {
+            return Err(r.error(format!(
+                "log_synced_seq {log_synced_seq} is below flushed_seq {flushed_seq}"
+            )));
+        }
         let n = count(&mut r, NODES_MAX, "s-nodes")?;
         let mut nodes = Vec::with_capacity(n.min(4096));
         for _ in 0..n {
@@ -151,7 +166,16 @@ impl Decode for Manifest {
             });
         }
         r.finish()?;
-        Ok(Manifest { fanout, sigma_bytes, next_node_id, next_dtree_id, flushed_seq, root, nodes })
+        Ok(Manifest {
+            fanout,
+            sigma_bytes,
+            next_node_id,
+            next_dtree_id,
+            flushed_seq,
+            log_synced_seq,
+            root,
+            nodes,
+        })
     }
 }
 
@@ -166,6 +190,7 @@ mod tests {
             next_node_id: 9,
             next_dtree_id: 77,
             flushed_seq: 12345,
+            log_synced_seq: 12400,
             root: 4,
             nodes: vec![
                 NodeRecord {
@@ -196,6 +221,27 @@ mod tests {
         let bytes = m.encode();
         assert_eq!(bytes.len(), m.encoded_len());
         assert_eq!(Manifest::decode(&bytes).unwrap(), m);
+    }
+
+    #[test]
+    fn a_version_1_manifest_reads_with_the_log_synced_through_flushed_seq() {
+        let m = sample();
+        let mut body_v1 = Vec::new();
+        body(&m, &mut body_v1);
+        body_v1[4..8].copy_from_slice(&VERSION_WITHOUT_LOG_SYNCED.to_le_bytes());
+        // Drop the log_synced_seq varint (12400 takes two bytes), after the four fields.
+        let at = 4 + 4 + 4 + 8 + 1 + 1 + 2 + 1;
+        body_v1.drain(at..at + 2);
+        let mut sealed = Vec::new();
+        seal(&mut sealed, |out| out.extend_from_slice(&body_v1));
+        let read = Manifest::decode(&sealed).unwrap();
+        assert_eq!(read, Manifest { log_synced_seq: m.flushed_seq, ..m });
+    }
+
+    #[test]
+    fn a_log_synced_below_flushed_is_refused() {
+        let m = Manifest { log_synced_seq: 5, ..sample() };
+        assert!(Manifest::decode(&m.encode()).is_err());
     }
 
     #[test]

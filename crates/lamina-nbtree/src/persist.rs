@@ -83,14 +83,29 @@ pub struct Persist {
     storage: Arc<dyn Storage>,
     superblock: Superblock,
     manifest_number: u64,
+    /// The log is known synced through here (see [`Manifest::log_synced_seq`]).
+    log_synced_seq: u64,
 }
 
 impl Persist {
-    /// Commits `manifest` (module documentation); `log` is synced first when given.
+    /// Records that the log is synced through `seq` (a closed log's last record): the next
+    /// commit says so.
+    pub fn log_synced_through(&mut self, seq: u64) {
+        self.log_synced_seq = self.log_synced_seq.max(seq);
+    }
+
+    /// Commits `manifest` (module documentation); `log` is synced first when given, and the
+    /// manifest then records the log synced through its last record (else the last such
+    /// record known, `log_synced_seq`, which a clean close sets to the log's end).
     pub fn commit(&mut self, log: Option<&SegmentLog>, manifest: &Manifest) -> Result<()> {
         if let Some(log) = log {
+            // Read before the sync: everything appended up to here is synced by it.
+            let appended_seq = log.next_seq() - 1;
             log.sync()?;
+            self.log_synced_seq = self.log_synced_seq.max(appended_seq);
         }
+        self.log_synced_seq = self.log_synced_seq.max(manifest.flushed_seq);
+        let manifest = &Manifest { log_synced_seq: self.log_synced_seq, ..manifest.clone() };
         let number = self.manifest_number + 1;
         let name = manifest_file_name(number);
         let bytes = manifest.encode();
@@ -138,6 +153,7 @@ pub fn manifest_of(
         next_node_id: tree.next_node_id,
         next_dtree_id,
         flushed_seq,
+        log_synced_seq: flushed_seq, // `Persist::commit` sets what it knows
         root: tree.root,
         nodes,
     }
@@ -201,7 +217,12 @@ pub fn recover(
     }
     let manifest = Manifest::decode(&bytes).map_err(|e| e.at(&path, 0))?;
     let tree = open_tree(storage, &manifest, &path)?;
-    let persist = Persist { storage: storage.clone(), superblock, manifest_number: pointer.number };
+    let persist = Persist {
+        storage: storage.clone(),
+        superblock,
+        manifest_number: pointer.number,
+        log_synced_seq: manifest.log_synced_seq,
+    };
     let unnamed_files = unnamed_files(storage, &tree, pointer.number)?;
     Ok(Recovered { tree, persist, manifest, unnamed_files })
 }
@@ -216,7 +237,8 @@ fn create(
     // Leftovers of a creation that crashed (nothing was committed: creating writes anyway).
     remove_files(storage, &unnamed_files(storage, &tree, 0)?)?;
     let manifest = manifest_of(&tree, fanout, sigma_bytes, 1, 0);
-    let mut persist = Persist { storage: storage.clone(), superblock, manifest_number: 0 };
+    let mut persist =
+        Persist { storage: storage.clone(), superblock, manifest_number: 0, log_synced_seq: 0 };
     persist.commit(None, &manifest)?;
     Ok(Recovered { tree, persist, manifest, unnamed_files: Vec::new() })
 }

@@ -86,6 +86,13 @@ fn truncate_removes_old_segments_only() {
     // Every record above the truncation point is still there; maybe a few below it.
     assert!(records.iter().filter(|r| r.seq > last / 2).count() as u64 == last - last / 2);
     assert_eq!(records.last().unwrap().seq, last);
+    // A committed state that still needs a removed record is refused, before any change.
+    let refused = SegmentLog::open_committed(storage.clone(), options.clone(), 1, |_| {});
+    let err = refused.unwrap_err();
+    assert!(matches!(err, lamina_core::Error::Corruption { .. }), "{err:?}");
+    assert!(err.to_string().contains("the log starts after"), "{err}");
+    let log = SegmentLog::open_committed(storage.clone(), options.clone(), last / 2, |_| {});
+    log.unwrap().close().unwrap();
     // Truncating everything keeps the newest segment, and the log keeps working.
     let log = SegmentLog::open(storage.clone(), options.clone(), |_| {}).unwrap();
     log.truncate(u64::MAX).unwrap();

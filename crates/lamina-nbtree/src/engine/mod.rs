@@ -82,6 +82,7 @@ impl NbTree {
         persistent: bool,
     ) -> Result<NbTree> {
         options.validate()?;
+        let mut log_synced_seq = 0;
         let (tree, persist, fanout, sigma_bytes, flushed_seq, next_dtree_id, unnamed_files) =
             if persistent {
                 let r = persist::recover(
@@ -91,6 +92,7 @@ impl NbTree {
                     options.sigma_bytes,
                 )?;
                 let m = &r.manifest;
+                log_synced_seq = m.log_synced_seq;
                 (
                     r.tree,
                     Some(r.persist),
@@ -114,25 +116,34 @@ impl NbTree {
                     ..LogOptions::default()
                 },
             };
-            Some(SegmentLog::open_committed(storage.clone(), log_options, flushed_seq, |record| {
-                if record.seq <= flushed_seq {
-                    return;
-                }
-                match record.op {
-                    RecordOp::Put { key, value } => active.apply(&key, Some(value)),
-                    RecordOp::Delete { key } => active.apply(&key, None),
-                    RecordOp::Batch(ops) => {
-                        for op in ops {
-                            match op {
-                                lamina_core::BatchOp::Put { key, value } => {
-                                    active.apply(&key, Some(value));
+            let log_synced_seq = log_synced_seq.max(flushed_seq);
+            Some(SegmentLog::open_committed_through(
+                storage.clone(),
+                log_options,
+                flushed_seq,
+                log_synced_seq,
+                |record| {
+                    if record.seq <= flushed_seq {
+                        return;
+                    }
+                    match record.op {
+                        RecordOp::Put { key, value } => active.apply(&key, Some(value)),
+                        RecordOp::Delete { key } => active.apply(&key, None),
+                        RecordOp::Batch(ops) => {
+                            for op in ops {
+                                match op {
+                                    lamina_core::BatchOp::Put { key, value } => {
+                                        active.apply(&key, Some(value));
+                                    }
+                                    lamina_core::BatchOp::Delete { key } => {
+                                        active.apply(&key, None)
+                                    }
                                 }
-                                lamina_core::BatchOp::Delete { key } => active.apply(&key, None),
                             }
                         }
                     }
-                }
-            })?)
+                },
+            )?)
         } else {
             None
         };
@@ -366,10 +377,29 @@ impl OrderedIndex for NbTree {
         if let Some(job) = work.job.take() {
             job.abandon(); // the log still holds the frozen memtable: replayed at open
         }
-        match &inner.log {
-            Some(log) => log.close(),
-            None => Ok(()),
+        let Some(log) = &inner.log else { return Ok(()) };
+        // Writes are shut out: every record is appended, and `close` syncs them all.
+        let appended_seq = log.next_seq() - 1;
+        log.close()?;
+        // Record the log's end in the committed state (the last commit's tree and
+        // `flushed_seq`), so a log cut or lost after a clean close is refused at open rather
+        // than taken for a crash's torn tail. Not after a failure: nothing more is written.
+        let flushed_seq = work.flushed_seq;
+        if inner.failure.get().is_none()
+            && let Some(persist) = work.persist.as_mut()
+        {
+            let version = inner.published.read().version.clone();
+            let manifest = persist::manifest_of(
+                &version.stree,
+                inner.fanout as u32,
+                inner.sigma_bytes,
+                inner.context.next_id.load(Ordering::Relaxed),
+                flushed_seq,
+            );
+            persist.log_synced_through(appended_seq);
+            persist.commit(None, &manifest)?;
         }
+        Ok(())
     }
 }
 

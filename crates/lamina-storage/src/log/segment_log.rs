@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use super::options::{LogOptions, SegmentLogOptions};
 use super::record::{LogOp, Record, SeqNo};
 use super::recovery::Sink;
-use super::segment_recovery::open_segments;
+use super::segment_recovery::{Committed, open_segments};
 use super::segments::Segments;
 use super::stats::LogStats;
 use super::writer::{CoreSetup, LogCore};
@@ -35,22 +35,50 @@ impl SegmentLog {
         options: SegmentLogOptions,
         replay: impl FnMut(Record),
     ) -> Result<SegmentLog> {
-        Self::open_committed(storage, options, 0, replay)
+        Self::open_from(storage, options, None, replay)
     }
 
     /// [`SegmentLog::open`] for an engine whose committed state says the log was synced
-    /// through sequence number `committed_seq`: a log that ends before it (a segment
-    /// deleted, cut short or damaged where a torn tail would be) is
-    /// [`lamina_core::Error::Corruption`] naming the file, found before anything is changed:
-    /// no tail is cut and no segment created.
+    /// through sequence number `committed_seq` and needs its records after it: a log that
+    /// ends before it (a segment deleted, cut short or damaged where a torn tail would be)
+    /// or starts after it (older segments removed) is [`lamina_core::Error::Corruption`]
+    /// naming the file, found before anything is changed: no tail is cut and no segment
+    /// created.
     pub fn open_committed(
         storage: Arc<dyn Storage>,
         options: SegmentLogOptions,
         committed_seq: SeqNo,
+        replay: impl FnMut(Record),
+    ) -> Result<SegmentLog> {
+        let committed = Committed { applied_seq: committed_seq, synced_seq: committed_seq };
+        Self::open_from(storage, options, Some(committed), replay)
+    }
+
+    /// [`SegmentLog::open_committed`] for an engine whose committed state needs the records
+    /// after `applied_seq` and knows the log was synced through `synced_seq` (at least
+    /// `applied_seq`; recorded at a clean close, say), so a log cut anywhere before
+    /// `synced_seq` is refused rather than taken for a crash's torn tail.
+    pub fn open_committed_through(
+        storage: Arc<dyn Storage>,
+        options: SegmentLogOptions,
+        applied_seq: SeqNo,
+        synced_seq: SeqNo,
+        replay: impl FnMut(Record),
+    ) -> Result<SegmentLog> {
+        assert!(synced_seq >= applied_seq, "the log is synced at least through what is applied");
+        Self::open_from(storage, options, Some(Committed { applied_seq, synced_seq }), replay)
+    }
+
+    /// Every open: `committed` is `None` for a caller without a committed state (no check
+    /// of where the log starts or ends).
+    fn open_from(
+        storage: Arc<dyn Storage>,
+        options: SegmentLogOptions,
+        committed: Option<Committed>,
         mut replay: impl FnMut(Record),
     ) -> Result<SegmentLog> {
         options.validate()?;
-        let opened = open_segments(&storage, &options, committed_seq)?;
+        let opened = open_segments(&storage, &options, committed)?;
         let records_recovered = opened.records.len() as u64;
         for record in opened.records {
             replay(record);

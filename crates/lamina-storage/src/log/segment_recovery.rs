@@ -5,7 +5,9 @@
 //! close always writes one), is [`Error::Corruption`]. Otherwise it is a torn tail (a crash
 //! in mid-flush): the file is cut there and writing resumes, unless the log then ends
 //! before the caller's committed sequence number (records it knows were synced), which is
-//! corruption too. Every check runs before the first change to a file.
+//! corruption too, as is a log that starts after it (the oldest segment's `seq_floor` above
+//! it: records the committed state needs were removed). Every check runs before the first
+//! change to a file.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -22,10 +24,19 @@ use super::segments::{Segment, Segments};
 use crate::backend::{Storage, StorageFile};
 
 /// Opens or creates the segmented log described by `options` in `storage`.
+/// What an engine's committed state says of its log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Committed {
+    /// Records up to here are applied in the committed state; every later one is needed.
+    pub applied_seq: SeqNo,
+    /// The log was synced through here (at least `applied_seq`).
+    pub synced_seq: SeqNo,
+}
+
 pub(crate) fn open_segments(
     storage: &Arc<dyn Storage>,
     options: &SegmentLogOptions,
-    committed_seq: SeqNo,
+    committed: Option<Committed>,
 ) -> Result<Opened> {
     let prefix = &options.log.file_prefix;
     let (has_ring, segments) = list_log_files(storage.as_ref(), prefix)?;
@@ -35,8 +46,9 @@ pub(crate) fn open_segments(
         });
     }
     if !segments.is_empty() {
-        return recover_segments(storage, &segments, options, committed_seq);
+        return recover_segments(storage, &segments, options, committed);
     }
+    let committed_seq = committed.map_or(0, |c| c.synced_seq);
     if committed_seq > 0 {
         return Err(Error::corruption(
             storage.path_of(&format!("{prefix}-*.seg")),
@@ -69,8 +81,9 @@ fn recover_segments(
     storage: &Arc<dyn Storage>,
     names: &[(u64, String)],
     options: &SegmentLogOptions,
-    committed_seq: SeqNo,
+    committed: Option<Committed>,
 ) -> Result<Opened> {
+    let committed_seq = committed.map_or(0, |c| c.synced_seq);
     // The torn tail to cut off once every check has passed: the file, its path, where.
     let mut torn: Option<TornTail> = None;
     let mut files = VecDeque::new();
@@ -96,6 +109,23 @@ fn recover_segments(
                 &path,
                 0,
                 format!("segment starts at {} not {head}", header.base_pos),
+            ));
+        }
+        if let Some(Committed { applied_seq, .. }) = committed
+            && i == 0
+            && header.seq_floor > applied_seq
+        {
+            // Records (committed_seq, seq_floor] were in segments removed before this one;
+            // the committed state still needs them: an older superblock slot was recovered
+            // (the newest is damaged) or the oldest segments were deleted.
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!(
+                    "the log starts after sequence number {}, but the committed state needs                      its records from {} on (a newer committed state lost, or older segments                      deleted?)",
+                    header.seq_floor,
+                    applied_seq + 1
+                ),
             ));
         }
         segment_bytes = header.capacity_bytes;
