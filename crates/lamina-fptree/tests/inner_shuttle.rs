@@ -1,4 +1,4 @@
-//! Interleavings of the inner nodes' version-lock protocol with shuttle: `OlcInner` runs on
+//! Interleavings of the inner nodes' version-lock protocol with shuttle: `OlcInnerOn` runs on
 //! shuttle's atomic as its version word, so every version read, validation, upgrade and
 //! release (and every content load and swap, through `VersionWord::schedule_point`) is a
 //! point where shuttle's seeded random and PCT schedulers switch threads. Small fanouts make
@@ -15,7 +15,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lamina_fptree::inner::{InnerIndex, LeafId, OlcInner, VersionWord, Visit};
+use lamina_fptree::inner::{InnerIndex, LeafId, OlcInnerOn, VersionWord, Visit};
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
 use shuttle::{Config, Runner, thread};
 
@@ -54,7 +54,7 @@ impl VersionWord for ShuttleWord {
     }
 }
 
-type Inner = OlcInner<ShuttleWord>;
+type Inner = OlcInnerOn<ShuttleWord>;
 
 fn check(test: impl Fn() + Send + Sync + 'static) {
     let test = Arc::new(test);
@@ -80,7 +80,7 @@ fn full_root() -> Inner {
 }
 
 fn build(state: &State, fanout: usize) -> Inner {
-    Inner::with_fanout(state.iter().map(|(k, &l)| (k.as_slice().into(), l)).collect(), fanout)
+    Inner::build_with_fanout(state.iter().map(|(k, &l)| (k.as_slice().into(), l)).collect(), fanout)
 }
 
 /// The answer of `locate` in `state`.

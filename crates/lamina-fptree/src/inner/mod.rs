@@ -18,6 +18,8 @@ mod reference;
 mod version;
 
 pub use contract::{InnerIndex, LeafId, Visit};
-pub use olc::{FANOUT_MAX_DEFAULT, FANOUT_MIN, HEIGHT_MAX, KEY_BYTES_MAX, OlcInner, Restarts};
+pub use olc::{
+    FANOUT_MAX_DEFAULT, FANOUT_MIN, HEIGHT_MAX, KEY_BYTES_MAX, OlcInner, OlcInnerOn, Restarts,
+};
 pub use reference::ReferenceInner;
 pub use version::VersionWord;

@@ -8,9 +8,12 @@
 //! 2. Every node has `keys.len() + 1` children, at least one and at most `fanout_max`; keys
 //!    strictly increase and lie strictly inside the node's range; child `i` covers
 //!    `[keys[i - 1], keys[i])` of it. Bottom nodes name leaves, the others nodes, and every
-//!    bottom node is at the same depth (balanced). Underfull nodes are allowed: a node leaves
-//!    the tree when it loses its last child, and a root with one inner child collapses, but
-//!    siblings are not merged.
+//!    bottom node is at the same depth (balanced). The root is a bottom node or has two
+//!    children or more (a root left with one child collapses, with every one-child node
+//!    under it). Underfull nodes are allowed below the root: a node leaves the tree when it
+//!    loses its last child, but siblings are not merged, so after many removals nodes can be
+//!    sparse (down to one child) and the height stays what the most leaves needed, until the
+//!    root collapses.
 //! 3. Leaf separators are exactly the keys of the bottom nodes plus the lower bounds their
 //!    first children inherit from ancestors: each separator is stored once.
 //!
@@ -84,9 +87,12 @@ pub struct Restarts {
     pub visits: u64,
 }
 
-/// The FPTree's DRAM inner nodes: a B+tree of separators under optimistic lock coupling.
-/// `W` is the version word (`std`'s atomic; a model checker's in its tests).
-pub struct OlcInner<W: VersionWord = AtomicU64> {
+/// The FPTree's DRAM inner nodes: a B+tree of separators under optimistic lock coupling, on
+/// `std`'s atomic version words.
+pub type OlcInner = OlcInnerOn<AtomicU64>;
+
+/// [`OlcInner`] on any version word `W` (a model checker's atomic in its tests).
+pub struct OlcInnerOn<W: VersionWord> {
     pub(super) sentinel: Node<W>,
     pub(super) fanout_max: usize,
     pub(super) leaves: AtomicUsize,
@@ -95,9 +101,9 @@ pub struct OlcInner<W: VersionWord = AtomicU64> {
     pub(super) visit_restarts: AtomicU64,
 }
 
-impl<W: VersionWord> fmt::Debug for OlcInner<W> {
+impl<W: VersionWord> fmt::Debug for OlcInnerOn<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OlcInner")
+        f.debug_struct("OlcInnerOn")
             .field("fanout_max", &self.fanout_max)
             .field("leaves", &self.leaves)
             .field("dram_bytes", &self.dram_bytes)
@@ -168,17 +174,10 @@ impl<'a, W: VersionWord> Path<'a, W> {
     }
 }
 
-impl OlcInner {
+impl<W: VersionWord> OlcInnerOn<W> {
     /// [`InnerIndex::build`] with a chosen fanout (at least [`FANOUT_MIN`]).
-    pub fn build_with_fanout(leaves: Vec<(Box<[u8]>, LeafId)>, fanout_max: usize) -> Self {
-        Self::with_fanout(leaves, fanout_max)
-    }
-}
-
-impl<W: VersionWord> OlcInner<W> {
-    /// [`InnerIndex::build`] with a chosen fanout (at least [`FANOUT_MIN`]) and version word.
     #[allow(clippy::needless_pass_by_value, reason = "the shape of InnerIndex::build")]
-    pub fn with_fanout(leaves: Vec<(Box<[u8]>, LeafId)>, fanout_max: usize) -> Self {
+    pub fn build_with_fanout(leaves: Vec<(Box<[u8]>, LeafId)>, fanout_max: usize) -> Self {
         assert!(!leaves.is_empty(), "an FPTree has at least one leaf");
         assert!(fanout_max >= FANOUT_MIN, "fanout {fanout_max} below {FANOUT_MIN}");
         let leaf_count = leaves.len();
@@ -359,9 +358,9 @@ fn group<T, U>(
     made
 }
 
-impl<W: VersionWord> InnerIndex for OlcInner<W> {
+impl<W: VersionWord> InnerIndex for OlcInnerOn<W> {
     fn build(leaves: Vec<(Box<[u8]>, LeafId)>) -> Self {
-        Self::with_fanout(leaves, FANOUT_MAX_DEFAULT)
+        Self::build_with_fanout(leaves, FANOUT_MAX_DEFAULT)
     }
 
     fn locate<T>(

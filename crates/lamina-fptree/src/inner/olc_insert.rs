@@ -13,10 +13,10 @@ use std::sync::atomic::Ordering;
 
 use super::contract::LeafId;
 use super::node::{Child, Children, Content, Keys, Node, pin};
-use super::olc::{HEIGHT_MAX, KEY_BYTES_MAX, OlcInner, Path};
+use super::olc::{HEIGHT_MAX, KEY_BYTES_MAX, OlcInnerOn, Path};
 use super::version::{VersionWord, WriteLocked};
 
-impl<W: VersionWord> OlcInner<W> {
+impl<W: VersionWord> OlcInnerOn<W> {
     pub(super) fn insert(&self, separator: &[u8], right: LeafId) {
         assert!(!separator.is_empty(), "the empty separator is the first leaf's");
         assert!(separator.len() <= KEY_BYTES_MAX, "separator longer than {KEY_BYTES_MAX}");

@@ -12,17 +12,21 @@
 //!   moves into the *anchor*, the deepest ancestor where the path did not take the first
 //!   child (there is one: the first leaf is never removed). Every node from the anchor down to
 //!   the stop node has its range shrink and is locked (invariant 5 of `olc.rs`);
-//! - a root left with one inner child collapses: the sentinel names that child.
+//! - the root collapses while it is an inner node with one child (all such nodes at the top of
+//!   the path leave the tree; the sentinel names the first node below them).
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::contract::LeafId;
-use super::node::{Children, Content, Keys, pin};
-use super::olc::{OlcInner, Path};
-use super::olc_insert::upgrade_all;
-use super::version::VersionWord;
+use crossbeam_epoch::Guard;
 
-impl<W: VersionWord> OlcInner<W> {
+use super::contract::LeafId;
+use super::node::{Children, Content, Keys, Node, pin};
+use super::olc::{OlcInnerOn, Path};
+use super::olc_insert::upgrade_all;
+use super::version::{VersionWord, WriteLocked};
+
+impl<W: VersionWord> OlcInnerOn<W> {
     pub(super) fn remove(&self, key: &[u8], leaf: LeafId) {
         loop {
             let guard = pin();
@@ -53,31 +57,63 @@ impl<W: VersionWord> OlcInner<W> {
                 self.count_conflict();
                 continue;
             }
-            // A root (path step 1) left with one inner child collapses.
-            let collapse = stop == 1
-                && path.get(1).content.children.len() == 2
-                && matches!(path.get(1).content.children, Children::Nodes(_));
-            let top = if collapse { 0 } else { anchor.unwrap_or(stop) };
-            let Some(mut locks) = upgrade_all(&path, top) else {
+            // The root collapses through every inner node of one child at the top of the path
+            // (the path goes through each: it is the only child), the stop node included if
+            // it is left with one node child: `collapsed` of them.
+            let children_after = |i: usize| {
+                let children = &path.get(i).content.children;
+                children.len() - usize::from(i == stop)
+            };
+            let collapsed = (1..=stop)
+                .take_while(|&i| {
+                    children_after(i) == 1
+                        && matches!(path.get(i).content.children, Children::Nodes(_))
+                })
+                .count();
+            let top = if collapsed > 0 { 0 } else { anchor.unwrap_or(stop) };
+            let Some(locks) = upgrade_all(&path, top) else {
                 self.count_conflict();
                 continue;
             };
             let stop_step = path.get(stop);
             let (content, lower) = stop_step.content.without(index);
-            let mut bytes_removed: u64 =
-                path.steps().skip(stop).map(|s| s.content.bytes()).sum::<u64>();
+            // Everything from the stop node down is replaced or leaves the tree.
+            let mut bytes_removed: u64 = path.steps().skip(stop).map(|s| s.content.bytes()).sum();
             let mut bytes_added = 0;
-            if collapse {
-                let Children::Nodes(nodes) = content.children else { unreachable!() };
-                let sentinel = Content::new(Keys::default(), Children::Nodes(nodes));
+            let mut chain_locks = Vec::new();
+            if collapsed > 0 {
+                bytes_removed += path
+                    .steps()
+                    .skip(1)
+                    .take(collapsed.min(stop - 1))
+                    .map(|s| s.content.bytes())
+                    .sum::<u64>();
+                // The first node below the collapsed ones...
+                let below = path.get(collapsed.min(stop));
+                let Children::Nodes(nodes) = &below.content.children else {
+                    unreachable!("collapsed nodes name nodes")
+                };
+                let mut new_root = if collapsed == stop { &nodes[1 - index] } else { &nodes[0] };
+                // ...and the inner nodes of one child under it, off the path, go too (so the
+                // root always has two children or is a bottom node).
+                let Some((root, chain, chain_bytes)) = one_child_chain(new_root, &guard) else {
+                    drop(locks); // released unchanged
+                    self.count_conflict();
+                    continue;
+                };
+                (new_root, chain_locks, bytes_removed) = (root, chain, bytes_removed + chain_bytes);
+                let sentinel =
+                    Content::new(Keys::default(), Children::Nodes(vec![Arc::clone(new_root)]));
                 bytes_removed += path.get(0).content.bytes();
                 bytes_added += sentinel.bytes();
                 path.get(0).node.replace(sentinel, &guard);
-            } else {
+            }
+            if collapsed < stop {
                 bytes_added += content.bytes();
                 stop_step.node.replace(content, &guard);
             }
             if let Some(anchor) = anchor {
+                assert!(anchor > collapsed, "an anchor has two children");
                 let step = path.get(anchor);
                 let content = step.content.with_key(step.index - 1, &lower);
                 bytes_removed += step.content.bytes();
@@ -87,15 +123,42 @@ impl<W: VersionWord> OlcInner<W> {
             self.dram_bytes.fetch_add(bytes_added, Ordering::Relaxed);
             self.dram_bytes.fetch_sub(bytes_removed, Ordering::Relaxed);
             self.leaves.fetch_sub(1, Ordering::Relaxed);
-            // Release: nodes below the stop node (and a collapsed root) left the tree.
-            let gone_from = (if collapse { 1 } else { stop + 1 }) - top;
-            for lock in locks.drain(gone_from..) {
+            // Release: the collapsed nodes and those below the stop node left the tree.
+            for lock in chain_locks {
                 lock.unlock_obsolete();
             }
-            for lock in locks {
-                lock.unlock();
+            for (lock, i) in locks.into_iter().zip(top..) {
+                if (1..=collapsed).contains(&i) || i > stop {
+                    lock.unlock_obsolete();
+                } else {
+                    lock.unlock();
+                }
             }
             return;
         }
     }
+}
+
+/// The nodes of one child from `node` down, each write-locked, the first node below them, and
+/// the bytes of their contents; `None` if one of them is locked or changed (restart).
+#[allow(clippy::type_complexity, reason = "a private helper's result, destructured at once")]
+fn one_child_chain<'a, W: VersionWord>(
+    mut node: &'a Arc<Node<W>>,
+    guard: &'a Guard,
+) -> Option<(&'a Arc<Node<W>>, Vec<WriteLocked<'a, W>>, u64)> {
+    let mut locks = Vec::new();
+    let mut bytes = 0;
+    loop {
+        let version = node.lock.read()?;
+        let content = node.content(guard);
+        let Children::Nodes(nodes) = &content.children else { break };
+        if nodes.len() > 1 {
+            break;
+        }
+        // Upgrading from the version read before the content: the content is still current.
+        locks.push(node.lock.try_upgrade(version)?);
+        bytes += content.bytes();
+        node = &nodes[0];
+    }
+    Some((node, locks, bytes))
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use super::contract::LeafId;
 use super::node::{Children, Node, pin};
-use super::olc::OlcInner;
+use super::olc::OlcInnerOn;
 use super::version::VersionWord;
 
 /// What a walk of the tree found.
@@ -15,7 +15,7 @@ struct Walk {
     bytes: u64,
 }
 
-impl<W: VersionWord> OlcInner<W> {
+impl<W: VersionWord> OlcInnerOn<W> {
     /// The leaves in key order with their separators (the first one's is empty). Reads
     /// without validation: for a tree no writer is changing.
     pub fn leaves(&self) -> Vec<(Box<[u8]>, LeafId)> {
@@ -41,6 +41,11 @@ impl<W: VersionWord> OlcInner<W> {
         let content = self.sentinel.content(&guard);
         assert_eq!(content.keys.len(), 0, "the sentinel has no keys");
         let Children::Nodes(roots) = &content.children else { panic!("the sentinel names a node") };
+        let root = roots[0].content(&guard);
+        assert!(
+            root.children.len() > 1 || matches!(root.children, Children::Leaves(_)),
+            "an inner root has two children or more"
+        );
         let mut walk =
             Walk { leaves: Vec::new(), bottom_depths: Vec::new(), bytes: content.bytes() };
         self.walk_node(&roots[0], &[], None, 1, &mut walk);
