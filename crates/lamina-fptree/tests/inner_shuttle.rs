@@ -204,6 +204,40 @@ fn a_first_child_removal_races_a_reader() {
     });
 }
 
+/// Two writers on disjoint leaves of one bottom node (a split of "d", the removal of "b"),
+/// so their upgrades of that node conflict: neither change is lost, and a reader sees one of
+/// the four states.
+#[test]
+fn two_writers_on_one_node_lose_nothing() {
+    let start = state(&[("", 0), ("b", 1), ("d", 2)]);
+    let mut split = start.clone();
+    split.insert(b"e".to_vec(), 9);
+    let mut removed = start.clone();
+    removed.remove(&b"b"[..]);
+    let mut both = split.clone();
+    both.remove(&b"b"[..]);
+    check(move || {
+        // Fanout 4 bulk-loads the three leaves into one node, the root.
+        let inner = Arc::new(build(&start, 4));
+        let a = {
+            let inner = Arc::clone(&inner);
+            thread::spawn(move || inner.insert_separator(b"e", 9))
+        };
+        let b = {
+            let inner = Arc::clone(&inner);
+            thread::spawn(move || inner.remove_leaf(b"b", 1))
+        };
+        for key in [&b"c"[..], b"e", b"c", b"e"] {
+            let got = located(&inner, key);
+            let states = [&start, &split, &removed, &both];
+            assert!(states.iter().any(|s| answer(s, key) == got), "{key:?}: {got:?}");
+        }
+        a.join().unwrap();
+        b.join().unwrap();
+        assert_eq!(final_state(&inner), both);
+    });
+}
+
 /// Undos over all runs of the model below: the validation after `visit` must fail in some.
 static UNDOS: AtomicU64 = AtomicU64::new(0);
 
