@@ -1,6 +1,7 @@
 //! Locate throughput of the inner nodes: `OlcInner` against `ReferenceInner` (a `BTreeMap`
 //! under a reader-writer lock) on 1M separators of 16 bytes, 1 and 2 threads, uniform random
-//! keys. A micro-measurement, not a criterion benchmark:
+//! keys; and the cost of insert_separator and remove_leaf (one thread, a tenth as many). A
+//! micro-measurement, not a criterion benchmark:
 //!
 //! `cargo run --release -p lamina-fptree --example inner_bench [separators] [locates per thread] [fanouts...]`
 
@@ -20,8 +21,24 @@ fn leaves(count: u64) -> Vec<(Box<[u8]>, LeafId)> {
     (0..count).map(|i| (key(2 * i), i)).collect()
 }
 
-/// Locates per second over `threads` threads, each locating its own `probes`.
-fn measure<I: InnerIndex>(inner: &I, probes: &[Vec<Box<[u8]>>]) -> f64 {
+/// CPU time this process has used (user and system), in seconds: on a machine shared with
+/// other work, operations per CPU second are steadier than per wall second.
+fn cpu_seconds() -> f64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a `rusage` into the pointer it is given, which is valid and
+    // large enough; RUSAGE_SELF is a valid `who`.
+    let usage = unsafe {
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()), 0);
+        usage.assume_init()
+    };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// Locates per wall second and per CPU second over `threads` threads, each locating its own
+/// `probes`.
+fn measure<I: InnerIndex>(inner: &I, probes: &[Vec<Box<[u8]>>]) -> (f64, f64) {
+    let cpu_start = cpu_seconds();
     let start = Instant::now();
     std::thread::scope(|scope| {
         for keys in probes {
@@ -38,8 +55,10 @@ fn measure<I: InnerIndex>(inner: &I, probes: &[Vec<Box<[u8]>>]) -> f64 {
             });
         }
     });
-    let total: usize = probes.iter().map(Vec::len).sum();
-    total as f64 / start.elapsed().as_secs_f64()
+    let wall = start.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu_start;
+    let total = probes.iter().map(Vec::len).sum::<usize>() as f64;
+    (total / wall, total / cpu)
 }
 
 fn probes(threads: u64, per_thread: u64, separators: u64) -> Vec<Vec<Box<[u8]>>> {
@@ -71,18 +90,41 @@ fn main() {
     let reference = ReferenceInner::build(leaves(separators));
     for threads in [1, 2] {
         let probes = probes(threads, per_thread, separators);
-        let rate = measure(&reference, &probes);
-        println!("reference          threads {threads}: {:7.2}", rate / 1e6);
+        let (wall, cpu) = measure(&reference, &probes);
+        println!(
+            "reference          threads {threads}: {:6.2} per wall s, {:6.2} per CPU s",
+            wall / 1e6,
+            cpu / 1e6
+        );
     }
     drop(reference);
     for fanout in fanouts {
         let olc = OlcInner::build_with_fanout(leaves(separators), fanout);
+        // Structural changes, one thread: separators between existing ones, then removed.
+        let changes = (separators / 10).max(1);
+        let cpu_start = cpu_seconds();
+        for i in 0..changes {
+            olc.insert_separator(&key(2 * (i * 7 % separators) + 1), separators + i);
+        }
+        let insert_ns = (cpu_seconds() - cpu_start) * 1e9 / changes as f64;
+        let cpu_start = cpu_seconds();
+        for i in 0..changes {
+            let separator = key(2 * (i * 7 % separators) + 1);
+            olc.remove_leaf(&separator, separators + i);
+        }
+        let remove_ns = (cpu_seconds() - cpu_start) * 1e9 / changes as f64;
+        println!(
+            "olc fanout {fanout:4}    insert_separator {insert_ns:6.0} CPU ns, remove_leaf \
+             {remove_ns:6.0} CPU ns ({changes} each)"
+        );
         for threads in [1, 2] {
             let probes = probes(threads, per_thread, separators);
-            let rate = measure(&olc, &probes);
+            let (wall, cpu) = measure(&olc, &probes);
             println!(
-                "olc fanout {fanout:4}    threads {threads}: {:7.2}   (restarts {:?}, dram {} MiB)",
-                rate / 1e6,
+                "olc fanout {fanout:4}    threads {threads}: {:6.2} per wall s, {:6.2} per CPU s \
+                 (restarts {:?}, dram {} MiB)",
+                wall / 1e6,
+                cpu / 1e6,
                 olc.restarts(),
                 olc.dram_bytes() >> 20
             );

@@ -33,9 +33,12 @@ pub(crate) struct Keys {
 
 impl Keys {
     pub(crate) fn pack<'k>(keys: impl IntoIterator<Item = &'k [u8]> + Clone) -> Self {
-        let total: usize = keys.clone().into_iter().map(<[u8]>::len).sum();
+        let (count, total) = keys
+            .clone()
+            .into_iter()
+            .fold((0, 0), |(count, total), key| (count + 1, total + key.len()));
         let mut bytes = Vec::with_capacity(total);
-        let mut ends = Vec::new();
+        let mut ends = Vec::with_capacity(count);
         for key in keys {
             bytes.extend_from_slice(key);
             ends.push(u32::try_from(bytes.len()).expect("a node's keys fit in 4 GiB"));
