@@ -238,6 +238,52 @@ fn two_writers_on_one_node_lose_nothing() {
     });
 }
 
+/// A writer empties the right of a three-level tree (removals that cascade up, then a root
+/// collapse that also takes the one-child node under the new root, off the removal's path)
+/// while another splits on the left, under that node, and a reader locates everywhere.
+#[test]
+fn a_root_collapse_through_a_chain_races_a_split_and_a_reader() {
+    // Fanout 3 bulk-loads [B0 ["", b], B1 [d, f]] [B2 [h, j]] under the root.
+    let start = state(&[("", 0), ("b", 1), ("d", 2), ("f", 3), ("h", 4), ("j", 5)]);
+    let removals: [(&[u8], LeafId); 4] = [(b"d", 2), (b"f", 3), (b"j", 5), (b"h", 4)];
+    let inserts: [(&[u8], LeafId); 2] = [(b"a", 10), (b"c", 11)];
+    let mut states = Vec::new();
+    for r in 0..=removals.len() {
+        for i in 0..=inserts.len() {
+            let mut s = start.clone();
+            for &(k, _) in &removals[..r] {
+                s.remove(k);
+            }
+            for &(k, leaf) in &inserts[..i] {
+                s.insert(k.to_vec(), leaf);
+            }
+            states.push(s);
+        }
+    }
+    let keys: [&[u8]; 4] = [b"c", b"e", b"i", b"a"];
+    let valid: Vec<BTreeSet<(LeafId, Option<LeafId>)>> =
+        keys.iter().map(|k| states.iter().map(|s| answer(s, k)).collect()).collect();
+    let end = states.last().unwrap().clone();
+    check(move || {
+        let inner = Arc::new(build(&start, 3));
+        let remover = {
+            let inner = Arc::clone(&inner);
+            thread::spawn(move || removals.iter().for_each(|&(k, l)| inner.remove_leaf(k, l)))
+        };
+        let splitter = {
+            let inner = Arc::clone(&inner);
+            thread::spawn(move || inserts.iter().for_each(|&(k, l)| inner.insert_separator(k, l)))
+        };
+        for (key, valid) in keys.iter().zip(&valid).cycle().take(2 * keys.len()) {
+            let got = located(&inner, key);
+            assert!(valid.contains(&got), "{key:?}: {got:?} not in {valid:?}");
+        }
+        remover.join().unwrap();
+        splitter.join().unwrap();
+        assert_eq!(final_state(&inner), end);
+    });
+}
+
 /// Undos over all runs of the model below: the validation after `visit` must fail in some.
 static UNDOS: AtomicU64 = AtomicU64::new(0);
 
