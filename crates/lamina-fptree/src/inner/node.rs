@@ -23,13 +23,18 @@ use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned};
 use super::contract::LeafId;
 use super::version::{VersionLock, VersionWord};
 
-/// Keys of one node, packed: key `i` is `bytes[ends[i - 1]..ends[i]]` (`ends[-1]` = 0). One
-/// allocation for all key bytes keeps a node's binary search in few cache lines.
+/// Keys of one node, packed in one allocation: `count` key ends (`u32`, little-endian), then
+/// the key bytes; key `i` is `bytes[end(i - 1)..end(i)]` (`end(-1)` = 0). One allocation for
+/// the offsets and all key bytes keeps a node's binary search in few cache lines (an
+/// optimistic descent is bound by cache misses: node header, content, keys, children).
 #[derive(Debug, Default)]
 pub(crate) struct Keys {
-    bytes: Box<[u8]>,
-    ends: Box<[u32]>,
+    packed: Box<[u8]>,
+    count: usize,
 }
+
+/// Bytes of one key end.
+const END_BYTES: usize = size_of::<u32>();
 
 impl Keys {
     pub(crate) fn pack<'k>(keys: impl IntoIterator<Item = &'k [u8]> + Clone) -> Self {
@@ -37,22 +42,33 @@ impl Keys {
             .clone()
             .into_iter()
             .fold((0, 0), |(count, total), key| (count + 1, total + key.len()));
-        let mut bytes = Vec::with_capacity(total);
-        let mut ends = Vec::with_capacity(count);
-        for key in keys {
-            bytes.extend_from_slice(key);
-            ends.push(u32::try_from(bytes.len()).expect("a node's keys fit in 4 GiB"));
+        let mut packed = vec![0; count * END_BYTES + total];
+        let (ends, bytes) = packed.split_at_mut(count * END_BYTES);
+        let mut end = 0;
+        for (i, key) in keys.into_iter().enumerate() {
+            bytes[end..end + key.len()].copy_from_slice(key);
+            end += key.len();
+            let end_bytes = u32::try_from(end).expect("a node's keys fit in 4 GiB").to_le_bytes();
+            ends[i * END_BYTES..(i + 1) * END_BYTES].copy_from_slice(&end_bytes);
         }
-        Self { bytes: bytes.into(), ends: ends.into() }
+        assert_eq!(end, total);
+        Self { packed: packed.into(), count }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.ends.len()
+        self.count
+    }
+
+    fn end(&self, index: usize) -> usize {
+        let at = index * END_BYTES;
+        u32::from_le_bytes(self.packed[at..at + END_BYTES].try_into().expect("4 bytes")) as usize
     }
 
     pub(crate) fn get(&self, index: usize) -> &[u8] {
-        let start = if index == 0 { 0 } else { self.ends[index - 1] as usize };
-        &self.bytes[start..self.ends[index] as usize]
+        assert!(index < self.count, "key {index} of {}", self.count);
+        let base = self.count * END_BYTES;
+        let start = if index == 0 { 0 } else { self.end(index - 1) };
+        &self.packed[base + start..base + self.end(index)]
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = &[u8]> + Clone {
@@ -74,7 +90,7 @@ impl Keys {
     }
 
     fn bytes(&self) -> usize {
-        self.bytes.len() + self.ends.len() * size_of::<u32>()
+        self.packed.len()
     }
 }
 
@@ -261,4 +277,23 @@ impl<W> Drop for Node<W> {
 /// Pins the current thread (readers and writers pin once per attempt).
 pub(crate) fn pin() -> Guard {
     epoch::pin()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_keys_read_back_and_route_like_a_sorted_list() {
+        let list: [&[u8]; 4] = [b"b", b"", b"dd", &[0xff; 1024]];
+        let keys = Keys::pack(list);
+        assert_eq!(keys.len(), 4);
+        assert_eq!(keys.iter().collect::<Vec<_>>(), list);
+        let sorted = Keys::pack([&b"b"[..], b"d", b"f"]);
+        let routes: Vec<usize> = [&b""[..], b"a", b"b", b"c", b"d", b"e", b"f", b"g"]
+            .map(|k| sorted.child_index(k))
+            .into();
+        assert_eq!(routes, [0, 0, 1, 1, 2, 2, 3, 3]);
+        assert_eq!(Keys::pack([]).child_index(b"x"), 0);
+    }
 }
