@@ -111,12 +111,17 @@ pub(super) fn upgrade_all<'a, W: VersionWord>(
         match step.node.lock.try_upgrade(step.version) {
             Some(lock) => locks.push(lock),
             None => {
-                for lock in locks {
-                    lock.unlock_unchanged();
-                }
+                release_unchanged(locks);
                 return None;
             }
         }
     }
     Some(locks)
+}
+
+/// Releases locks taken by a writer that gives up before changing anything.
+pub(super) fn release_unchanged<W: VersionWord>(locks: Vec<WriteLocked<'_, W>>) {
+    for lock in locks {
+        lock.unlock_unchanged();
+    }
 }

@@ -23,7 +23,7 @@ use crossbeam_epoch::Guard;
 use super::contract::LeafId;
 use super::node::{Children, Content, Keys, Node, pin};
 use super::olc::{OlcInnerOn, Path};
-use super::olc_insert::upgrade_all;
+use super::olc_insert::{release_unchanged, upgrade_all};
 use super::version::{VersionWord, WriteLocked};
 
 impl<W: VersionWord> OlcInnerOn<W> {
@@ -97,7 +97,7 @@ impl<W: VersionWord> OlcInnerOn<W> {
                 // ...and the inner nodes of one child under it, off the path, go too (so the
                 // root always has two children or is a bottom node).
                 let Some((root, chain, chain_bytes)) = one_child_chain(new_root, &guard) else {
-                    drop(locks); // released unchanged
+                    release_unchanged(locks);
                     self.count_conflict();
                     continue;
                 };
@@ -148,17 +148,18 @@ fn one_child_chain<'a, W: VersionWord>(
 ) -> Option<(&'a Arc<Node<W>>, Vec<WriteLocked<'a, W>>, u64)> {
     let mut locks = Vec::new();
     let mut bytes = 0;
-    loop {
-        let version = node.lock.read()?;
+    while let Some(version) = node.lock.read() {
         let content = node.content(guard);
-        let Children::Nodes(nodes) = &content.children else { break };
+        let Children::Nodes(nodes) = &content.children else { return Some((node, locks, bytes)) };
         if nodes.len() > 1 {
-            break;
+            return Some((node, locks, bytes));
         }
         // Upgrading from the version read before the content: the content is still current.
-        locks.push(node.lock.try_upgrade(version)?);
+        let Some(lock) = node.lock.try_upgrade(version) else { break };
+        locks.push(lock);
         bytes += content.bytes();
         node = &nodes[0];
     }
-    Some((node, locks, bytes))
+    release_unchanged(locks);
+    None
 }

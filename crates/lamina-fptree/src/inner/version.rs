@@ -116,7 +116,8 @@ impl<W: VersionWord> VersionLock<W> {
 }
 
 /// A held write lock. Dropped without an explicit release (a panic between upgrade and
-/// release), it releases as unchanged, so other threads do not spin on it forever.
+/// release), it releases with a new version, so other threads do not spin on it forever and
+/// no reader validates against a content that may have been half replaced.
 #[derive(Debug)]
 pub(crate) struct WriteLocked<'a, W: VersionWord> {
     lock: &'a VersionLock<W>,
@@ -151,7 +152,7 @@ impl<W: VersionWord> WriteLocked<'_, W> {
 impl<W: VersionWord> Drop for WriteLocked<'_, W> {
     fn drop(&mut self) {
         if !self.released {
-            self.release(self.version);
+            self.release(self.version + WRITE_STEP);
         }
     }
 }
@@ -184,7 +185,8 @@ mod tests {
         lock.try_upgrade(before).unwrap().unlock_unchanged();
         assert!(lock.validate(before));
         drop(lock.try_upgrade(before).unwrap());
-        assert!(lock.validate(before), "a dropped lock releases unchanged");
+        assert!(!lock.validate(before), "a dropped lock releases as changed");
+        let before = lock.read().unwrap();
         lock.try_upgrade(before).unwrap().unlock_obsolete();
         assert!(lock.read().is_none());
         assert!(!lock.validate(before));
