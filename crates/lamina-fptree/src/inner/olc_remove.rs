@@ -12,8 +12,9 @@
 //!   moves into the *anchor*, the deepest ancestor where the path did not take the first
 //!   child (there is one: the first leaf is never removed). Every node from the anchor down to
 //!   the stop node has its range shrink and is locked (invariant 5 of `olc.rs`);
-//! - the root collapses while it is an inner node with one child (all such nodes at the top of
-//!   the path leave the tree; the sentinel names the first node below them).
+//! - a root left with one child collapses, with the inner nodes of one child under it (off
+//!   the path: read, then upgraded from the versions read); the sentinel names the first
+//!   node below them.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -57,20 +58,13 @@ impl<W: VersionWord> OlcInnerOn<W> {
                 self.count_conflict();
                 continue;
             }
-            // The root collapses through every inner node of one child at the top of the path
-            // (the path goes through each: it is the only child), the stop node included if
-            // it is left with one node child: `collapsed` of them.
-            let children_after = |i: usize| {
-                let children = &path.get(i).content.children;
-                children.len() - usize::from(i == stop)
-            };
-            let collapsed = (1..=stop)
-                .take_while(|&i| {
-                    children_after(i) == 1
-                        && matches!(path.get(i).content.children, Children::Nodes(_))
-                })
-                .count();
-            let top = if collapsed > 0 { 0 } else { anchor.unwrap_or(stop) };
+            // A root left with one child collapses. Only the stop node can be left with one
+            // (every node above it keeps its children), and an inner root has two children or
+            // more (invariant 2), so only a root that is the stop node collapses.
+            let collapse = stop == 1
+                && path.get(1).content.children.len() == 2
+                && matches!(path.get(1).content.children, Children::Nodes(_));
+            let top = if collapse { 0 } else { anchor.unwrap_or(stop) };
             let Some(locks) = upgrade_all(&path, top) else {
                 self.count_conflict();
                 continue;
@@ -81,39 +75,30 @@ impl<W: VersionWord> OlcInnerOn<W> {
             let mut bytes_removed: u64 = path.steps().skip(stop).map(|s| s.content.bytes()).sum();
             let mut bytes_added = 0;
             let mut chain_locks = Vec::new();
-            if collapsed > 0 {
-                bytes_removed += path
-                    .steps()
-                    .skip(1)
-                    .take(collapsed.min(stop - 1))
-                    .map(|s| s.content.bytes())
-                    .sum::<u64>();
-                // The first node below the collapsed ones...
-                let below = path.get(collapsed.min(stop));
-                let Children::Nodes(nodes) = &below.content.children else {
-                    unreachable!("collapsed nodes name nodes")
+            if collapse {
+                // The child the root keeps, and the inner nodes of one child under it (off the
+                // path) go too: the new root is the first node below them.
+                let Children::Nodes(nodes) = &stop_step.content.children else {
+                    unreachable!("a collapsing root names nodes")
                 };
-                let mut new_root = if collapsed == stop { &nodes[1 - index] } else { &nodes[0] };
-                // ...and the inner nodes of one child under it, off the path, go too (so the
-                // root always has two children or is a bottom node).
-                let Some((root, chain, chain_bytes)) = one_child_chain(new_root, &guard) else {
+                let Some((new_root, chain, chain_bytes)) =
+                    one_child_chain(&nodes[1 - index], &guard)
+                else {
                     release_unchanged(locks);
                     self.count_conflict();
                     continue;
                 };
-                (new_root, chain_locks, bytes_removed) = (root, chain, bytes_removed + chain_bytes);
+                (chain_locks, bytes_removed) = (chain, bytes_removed + chain_bytes);
                 let sentinel =
                     Content::new(Keys::default(), Children::Nodes(vec![Arc::clone(new_root)]));
                 bytes_removed += path.get(0).content.bytes();
                 bytes_added += sentinel.bytes();
                 path.get(0).node.replace(sentinel, &guard);
-            }
-            if collapsed < stop {
+            } else {
                 bytes_added += content.bytes();
                 stop_step.node.replace(content, &guard);
             }
             if let Some(anchor) = anchor {
-                assert!(anchor > collapsed, "an anchor has two children");
                 let step = path.get(anchor);
                 let content = step.content.with_key(step.index - 1, &lower);
                 bytes_removed += step.content.bytes();
@@ -123,12 +108,13 @@ impl<W: VersionWord> OlcInnerOn<W> {
             self.dram_bytes.fetch_add(bytes_added, Ordering::Relaxed);
             self.dram_bytes.fetch_sub(bytes_removed, Ordering::Relaxed);
             self.leaves.fetch_sub(1, Ordering::Relaxed);
-            // Release: the collapsed nodes and those below the stop node left the tree.
+            // Release: the nodes below the stop node, a collapsed root and its chain left the
+            // tree.
             for lock in chain_locks {
                 lock.unlock_obsolete();
             }
             for (lock, i) in locks.into_iter().zip(top..) {
-                if (1..=collapsed).contains(&i) || i > stop {
+                if i > stop || (collapse && i == stop) {
                     lock.unlock_obsolete();
                 } else {
                     lock.unlock();
