@@ -39,7 +39,11 @@ pub trait InnerIndex: Send + Sync + Sized {
     /// Finds the leaf covering `key` and the leaf before it in key order (`None` for the
     /// first leaf), calls `visit(leaf, prev)` and validates the traversal; on a failed
     /// validation calls `undo` with what `visit` returned and starts over. `visit` may be
-    /// called any number of times.
+    /// called any number of times, each time with a pair that was true at some instant
+    /// before the call but may no longer be (the leaf removed, even its memory reused, by
+    /// then): what `visit` does must be undoable by `undo` and must not assume the leaf is
+    /// still in the tree. The `T` that `locate` returns was produced while the pair held (the
+    /// validation after `visit` succeeded).
     fn locate<T>(
         &self,
         key: &[u8],
