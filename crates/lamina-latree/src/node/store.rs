@@ -6,9 +6,9 @@
 //!   node id = slot; a node is rewritten where it is. No node table.
 //! - **Out of place** (raw NAND, `nand-toshiba`, where rewriting a page in place is not
 //!   possible): every write appends the node at the head of the partition and the
-//!   [`NodeTable`] maps the id to its latest slot; older copies are dead. When the partition
-//!   is full, writes fail with `NoSpace`: the two-partition reclamation of section 4.3 (empty
-//!   the buffers, copy the live nodes to the other partition) is not built yet.
+//!   [`NodeTable`] maps the id to its latest slot; older copies are dead. The tree reclaims
+//!   the partition before it fills (section 4.3: empty the buffers, copy the live nodes to
+//!   the other partition, [`super::relocate`]); a full partition fails writes with `NoSpace`.
 //!
 //! - **Copy-on-write in place** (SSD profiles when the tree is `crash_consistent`, the
 //!   default): slots are rewritten in place, but never one the last committed checkpoint may
