@@ -2,7 +2,8 @@
 //! at once on a persistent tree with a small `U`, little memory and frequent background
 //! checkpoints, so buffers are emptied, nodes split and checkpoints committed all the time.
 //! A lookup never misses an acknowledged entry (however it is moving between buffers), a
-//! scan returns every key present throughout it, and the final state is exact.
+//! scan returns every key present throughout it, and the final state is exact. Also with
+//! tiny partitions, so reclamations (section 4.3) run among them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -20,9 +21,14 @@ fn key(writer: usize, i: usize) -> Vec<u8> {
     format!("k{:06}-{writer}", (i * 7919) % 1_000_000).into_bytes()
 }
 
-fn run(buffered: bool) {
+/// `small_partitions`: the smallest partition floor, so section 4.3's reclamation runs every
+/// time garbage exceeds live data, with lookups and scans in flight.
+fn run(buffered: bool, small_partitions: bool) {
     let mut options = LaTreeEngineOptions::for_device(DeviceProfile::nand_toshiba());
     options.tree.buffered = buffered;
+    if small_partitions {
+        options.tree.partition_bytes = lamina_latree::tree::PARTITION_BYTES_MIN;
+    }
     options.tree.buffer_entries_max = 32;
     options.tree.memory_bytes = 128 << 10;
     options.durability = Durability::Buffered { max_delay: std::time::Duration::from_millis(5) };
@@ -108,6 +114,11 @@ fn run(buffered: bool) {
     if buffered {
         assert!(extra("emptyings") > 10, "buffers were emptied");
     }
+    if small_partitions {
+        eprintln!("{:?}", db.stats().extra);
+        assert!(extra("reclamations") >= 3, "partitions were reclaimed");
+        assert!(extra("reclaim_bytes_erased") > 0, "old partitions were erased");
+    }
     db.close().unwrap();
     let db = LaTreeEngine::open(storage, &options).unwrap();
     assert_eq!(lamina_core::testkit::dump(&db), all);
@@ -116,10 +127,16 @@ fn run(buffered: bool) {
 
 #[test]
 fn readers_writers_scanners_and_checkpoints_latree() {
-    run(true);
+    run(true, false);
 }
 
 #[test]
 fn readers_writers_scanners_and_checkpoints_latree_btree() {
-    run(false);
+    run(false, false);
+}
+
+#[test]
+fn readers_writers_scanners_and_checkpoints_with_reclamations() {
+    run(true, true);
+    run(false, true);
 }

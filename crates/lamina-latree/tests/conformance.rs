@@ -2,7 +2,9 @@
 //! over memory storage (close/reopen), and persistent over the fault-injecting backend
 //! (simulated crashes). Small memory and a small `U` make the kit's workloads empty buffers,
 //! split and merge nodes constantly; small `checkpoint_log_bytes` makes them checkpoint and
-//! truncate the log often, and every checkpoint verifies the tree.
+//! truncate the log often, and every checkpoint verifies the tree. `latree_reclaiming` runs
+//! the kit on raw NAND (nodes out of place) with the smallest partition floor, so section
+//! 4.3's reclamation runs whenever garbage exceeds live data, crashes included.
 
 use std::sync::Arc;
 
@@ -12,9 +14,15 @@ use lamina_latree::engine::CHECKPOINT_LOG_BYTES_MIN;
 use lamina_latree::{LaTreeEngine, LaTreeEngineOptions};
 use lamina_storage::{DeviceProfile, FaultyStorage, Storage};
 
-fn options(buffered: bool, durability: Durability) -> LaTreeEngineOptions {
-    let mut options = LaTreeEngineOptions::for_device(DeviceProfile::ssd_msp7525());
-    options.tree.buffered = buffered;
+/// `buffered`: 0 the B+tree baseline, 1 the LA-tree, 2 the LA-tree on NAND reclaiming often.
+fn options(buffered: u8, durability: Durability) -> LaTreeEngineOptions {
+    let device =
+        if buffered == 2 { DeviceProfile::nand_toshiba() } else { DeviceProfile::ssd_msp7525() };
+    let mut options = LaTreeEngineOptions::for_device(device);
+    options.tree.buffered = buffered > 0;
+    if buffered == 2 {
+        options.tree.partition_bytes = lamina_latree::tree::PARTITION_BYTES_MIN;
+    }
     options.tree.buffer_entries_max = 64;
     options.tree.memory_bytes = 1 << 20;
     options.durability = durability;
@@ -99,5 +107,6 @@ macro_rules! per_engine {
     };
 }
 
-per_engine!(latree, true);
-per_engine!(latree_btree, false);
+per_engine!(latree, 1);
+per_engine!(latree_btree, 0);
+per_engine!(latree_reclaiming, 2);

@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use lamina_core::Error;
 use lamina_core::codec::{Decode, Encode};
 use lamina_latree::node::NodeLayout;
-use lamina_latree::tree::{BUFFER_FILE, LaTree, LaTreeOptions, NODE_FILE, TreeCheckpoint};
+use lamina_latree::tree::{
+    BUFFER_FILE, BUFFER_FILE_1, LaTree, LaTreeOptions, NODE_FILE, NODE_FILE_1, TreeCheckpoint,
+};
 use lamina_storage::{DeviceProfile, MemoryStorage, OpenMode, Storage};
 use proptest::prelude::*;
 
@@ -139,11 +141,16 @@ fn checkpointing_twice_in_a_row_changes_nothing_on_file() {
 
 #[test]
 fn the_encoding_refuses_every_truncation_and_bit_flip() {
-    for device in devices() {
+    for (device, reclaimed) in devices().into_iter().flat_map(|d| [(d, false), (d, true)]) {
         let storage = MemoryStorage::new();
         let mut tree = LaTree::create(&storage, options(device)).unwrap();
         updates(&mut tree, &mut Oracle::new(), 4, 600, 300);
+        if reclaimed {
+            assert!(tree.reclaim().unwrap());
+            updates(&mut tree, &mut Oracle::new(), 5, 100, 300);
+        }
         let checkpoint = tree.checkpoint().unwrap();
+        assert_eq!(checkpoint.partition, u8::from(reclaimed));
         let bytes = checkpoint.encode();
         assert_eq!(bytes.len(), checkpoint.encoded_len());
         assert_eq!(TreeCheckpoint::decode(&bytes).unwrap(), checkpoint);
@@ -159,6 +166,57 @@ fn the_encoding_refuses_every_truncation_and_bit_flip() {
         longer.push(0);
         assert!(TreeCheckpoint::decode(&longer).is_err());
     }
+}
+
+/// A version-1 checkpoint (before partitions: no `partition` field) reads as partition 0.
+#[test]
+fn a_version_1_checkpoint_reads_as_partition_0() {
+    let storage = MemoryStorage::new();
+    let mut tree = LaTree::create(&storage, options(DeviceProfile::nand_toshiba())).unwrap();
+    let mut oracle = Oracle::new();
+    updates(&mut tree, &mut oracle, 9, 500, 300);
+    let checkpoint = tree.checkpoint().unwrap();
+    assert_eq!(checkpoint.partition, 0);
+    let v2 = checkpoint.encode();
+    // The partition byte follows `buffer_pages` (docs/format/latree-checkpoint.md): rebuild
+    // the body without it, as version 1, and reseal it.
+    let nodes = checkpoint.nodes.encode().len() as u64;
+    let at = 1
+        + 4
+        + 4
+        + 4
+        + 1
+        + 1
+        + 4
+        + varint_len(checkpoint.root.0)
+        + 1
+        + varint_len(checkpoint.next_seq)
+        + varint_len(checkpoint.next_buffer)
+        + varint_len(nodes)
+        + nodes as usize
+        + varint_len(checkpoint.buffer_pages);
+    let body = &v2[..v2.len() - 4];
+    assert_eq!(body[at], 0, "the partition byte");
+    let mut v1_body = body.to_vec();
+    v1_body[0] = 1;
+    v1_body.remove(at);
+    let mut v1 = Vec::new();
+    lamina_core::checksum::seal(&mut v1, |out| out.extend_from_slice(&v1_body));
+    assert_eq!(TreeCheckpoint::decode(&v1).unwrap(), checkpoint);
+    // Partitions other than 0 and 1 are refused.
+    let mut bad = body.to_vec();
+    bad[at] = 2;
+    let mut resealed = Vec::new();
+    lamina_core::checksum::seal(&mut resealed, |out| out.extend_from_slice(&bad));
+    assert!(TreeCheckpoint::decode(&resealed).is_err());
+    tree.checkpoint_committed();
+    drop(tree);
+    let tree = LaTree::open(&storage, options(DeviceProfile::nand_toshiba()), &checkpoint);
+    assert_matches(&tree.unwrap(), &oracle);
+}
+
+fn varint_len(x: u64) -> usize {
+    lamina_core::codec::varint_len(x)
 }
 
 proptest! {
@@ -219,14 +277,25 @@ fn assert_corruption_of(err: &Error, file: &str, context: &str) {
 
 #[test]
 fn damaged_files_are_corruption_naming_the_file_or_read_exactly() {
-    for device in devices() {
+    for (device, reclaimed) in devices().into_iter().flat_map(|d| [(d, false), (d, true)]) {
         let storage = MemoryStorage::new();
         let mut tree = LaTree::create(&storage, options(device)).unwrap();
         let mut oracle = Oracle::new();
         updates(&mut tree, &mut oracle, 6, 800, 300);
+        if reclaimed {
+            // The tree moves to partition 1 (both files on NAND, the buffer file on SSDs).
+            assert!(tree.reclaim().unwrap());
+            updates(&mut tree, &mut oracle, 8, 300, 300);
+        }
         let committed = checkpoint(&mut tree);
         drop(tree);
-        for name in [NODE_FILE, BUFFER_FILE] {
+        let expected = match (reclaimed, device.name) {
+            (false, _) => [NODE_FILE, BUFFER_FILE],
+            (true, "nand-toshiba") => [NODE_FILE_1, BUFFER_FILE_1],
+            (true, _) => [NODE_FILE, BUFFER_FILE_1],
+        };
+        assert_eq!(committed.files(), expected);
+        for name in committed.files() {
             let file = storage.open(name, OpenMode::Existing).unwrap();
             let len = file.len().unwrap();
             let mut detected = 0;
@@ -295,6 +364,8 @@ proptest! {
     ) {
         let device = if ssd { DeviceProfile::ssd_msp7525() } else { DeviceProfile::nand_toshiba() };
         let storage = MemoryStorage::new();
+        // Small partitions: reclamations happen between the checkpoints.
+        let options = |device| LaTreeOptions { partition_bytes: 4 << 10, ..options(device) };
         let mut tree = LaTree::create(&storage, options(device)).unwrap();
         let mut oracle = Oracle::new();
         for (step, &(k, kind, v)) in ops.iter().enumerate() {

@@ -10,10 +10,14 @@
 //! cargo run --release -p lamina-latree --example latree_table4 -- \
 //!     [--keys 200000] [--updates 1000000] [--ltu 10,50,100,200,500,1000] \
 //!     [--profiles ssd-msp7525,nand-toshiba] [--rules paper,break-even] \
-//!     [--memory-bytes 131072] [--seed 18] [--out DIR]
+//!     [--memory-bytes 131072] [--seed 18] [--flash-bytes 0] [--out DIR]
 //! ```
 //!
-//! `--out DIR` writes `results.csv`, `tables.md` and the SVG plots there.
+//! `--out DIR` writes `results.csv`, `tables.md` and the SVG plots there. `--flash-bytes N`
+//! gives each tree `N` bytes of flash, two partitions of `N / 2` (section 4.3): partitions
+//! are then reclaimed (`tree/reclaim.rs`) and the "+reclamation" time of Table 3's last row
+//! is the modeled time (which includes the reclamations' reads and writes) plus the modeled
+//! erases; 0 (the default) never reclaims, as the paper's tables without reclamation.
 
 mod meter;
 mod plot;
@@ -26,7 +30,7 @@ use std::time::Instant;
 use lamina_core::{Error, Result};
 use lamina_latree::adapt::SavingsRule;
 use lamina_latree::node::NodeLayout;
-use lamina_latree::tree::{LaTree, LaTreeOptions};
+use lamina_latree::tree::{LaTree, LaTreeOptions, PARTITION_BYTES_MAX, PARTITION_BYTES_MIN};
 use lamina_storage::{AccountingOptions, DeviceProfile, MemoryStorage, Storage};
 
 use meter::MeteredStorage;
@@ -45,6 +49,8 @@ struct Args {
     rules: Vec<SavingsRule>,
     memory_bytes: usize,
     seed: u64,
+    /// Flash per tree (two partitions); 0: no reclamation.
+    flash_bytes: u64,
     out: Option<PathBuf>,
 }
 
@@ -58,6 +64,7 @@ impl Args {
             rules: vec![SavingsRule::Paper, SavingsRule::BreakEven],
             memory_bytes: 128 << 10,
             seed: 18,
+            flash_bytes: 0,
             out: None,
         };
         let mut it = std::env::args().skip(1);
@@ -71,6 +78,7 @@ impl Args {
                 "--updates" => args.updates = number(&value)?,
                 "--memory-bytes" => args.memory_bytes = number(&value)? as usize,
                 "--seed" => args.seed = number(&value)?,
+                "--flash-bytes" => args.flash_bytes = number(&value)?,
                 "--ltu" => args.ltus = value.split(',').map(number).collect::<Result<_>>()?,
                 "--profiles" => {
                     args.profiles =
@@ -134,6 +142,10 @@ struct Outcome {
     root_emptyings: u64,
     root_entries_emptied: u64,
     height: u8,
+    /// Section 4.3: partitions reclaimed, valid nodes copied, modeled erase time.
+    reclamations: u64,
+    nodes_copied: u64,
+    erase_ns: u64,
     wall_s: f64,
 }
 
@@ -144,6 +156,11 @@ impl Outcome {
 
     fn time_us(&self) -> f64 {
         self.per_op(self.modeled_ns) / 1e3
+    }
+
+    /// With the modeled erases of reclamation (Table 3's "+reclamation").
+    fn time_with_erases_us(&self) -> f64 {
+        self.per_op(self.modeled_ns + self.erase_ns) / 1e3
     }
 
     fn stream_us(&self) -> f64 {
@@ -184,6 +201,10 @@ fn options(args: &Args, device: DeviceProfile, engine: Engine) -> Result<LaTreeO
     options.value_bytes_max = VALUE_BYTES;
     options.memory_bytes = args.memory_bytes;
     options.crash_consistent = false;
+    options.partition_bytes = match args.flash_bytes {
+        0 => PARTITION_BYTES_MAX,
+        flash => (flash / 2).clamp(PARTITION_BYTES_MIN, PARTITION_BYTES_MAX),
+    };
     options.mean_entry_bytes = (KEY_BYTES + VALUE_BYTES + 8) as u64;
     match engine {
         Engine::LaTree(rule) => options.savings_rule = rule,
@@ -256,6 +277,9 @@ fn run(args: &Args, device: DeviceProfile, engine: Engine, ltu: u64) -> Result<O
         root_emptyings: counters.root_emptyings - counters_before.root_emptyings,
         root_entries_emptied: counters.root_entries_emptied - counters_before.root_entries_emptied,
         height: tree.root_level() + 1,
+        reclamations: counters.reclaim.reclamations - counters_before.reclaim.reclamations,
+        nodes_copied: counters.reclaim.nodes_copied - counters_before.reclaim.nodes_copied,
+        erase_ns: counters.reclaim.erase_ns - counters_before.reclaim.erase_ns,
         wall_s: 0.0,
     };
     // Not measured: the structure is sound and holds exactly the live keys.
@@ -275,7 +299,8 @@ fn main() -> Result<()> {
                 let o = run(&args, device, engine, ltu)?;
                 eprintln!(
                     "{:<12} {:<18} LTU {:>5}%: {:>9.1} us/op (stream {:>9.1}), {:>8.1} uJ/op, \
-                     {} emptyings (mean {:.0}, max {}), height {}, {:.1} s",
+                     {} emptyings (mean {:.0}, max {}), height {}, {} reclamations \
+                     ({:.1} us/op with erases), {:.1} s",
                     o.profile,
                     o.engine.label(),
                     o.ltu,
@@ -286,6 +311,8 @@ fn main() -> Result<()> {
                     o.mean_emptied(),
                     o.emptied_max,
                     o.height,
+                    o.reclamations,
+                    o.time_with_erases_us(),
                     o.wall_s
                 );
                 outcomes.push(o);
@@ -408,12 +435,13 @@ fn csv(outcomes: &[Outcome]) -> String {
     let mut s = String::from(
         "profile,engine,ltu_percent,ops,lookups,modeled_ns,stream_ns,energy_nj,node_reads,\
          node_writes,buffer_pages_written,buffer_pages_read,emptyings,entries_emptied,\
-         emptied_entries_max,root_emptyings,root_entries_emptied,height,wall_s\n",
+         emptied_entries_max,root_emptyings,root_entries_emptied,height,reclamations,\
+         nodes_copied,erase_ns,wall_s\n",
     );
     for o in outcomes {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1}",
             o.profile,
             o.engine.label(),
             o.ltu,
@@ -432,6 +460,9 @@ fn csv(outcomes: &[Outcome]) -> String {
             o.root_emptyings,
             o.root_entries_emptied,
             o.height,
+            o.reclamations,
+            o.nodes_copied,
+            o.erase_ns,
             o.wall_s
         );
     }

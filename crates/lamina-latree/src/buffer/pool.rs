@@ -103,6 +103,16 @@ impl BufferPool {
         &self.store
     }
 
+    /// Replaces the store by `store` (section 4.3's reclamation: the other partition) and
+    /// returns the old one. Every buffer must have been emptied (forgotten) first.
+    pub fn replace_store(&mut self, store: BufferStore) -> BufferStore {
+        assert!(self.buffers.is_empty() && self.tail_bytes == 0, "every buffer was emptied");
+        assert_eq!(self.store.page_bytes(), store.page_bytes(), "the partitions share a page size");
+        let mut store = store;
+        store.continue_counters(&self.store);
+        std::mem::replace(&mut self.store, store)
+    }
+
     /// Appends `entry` (an X entry) to `buffer`, creating the buffer if new. Writes page units
     /// first if the entry would take the pool over its budget; on error the entry was not
     /// appended.

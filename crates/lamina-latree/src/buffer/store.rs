@@ -6,8 +6,9 @@
 //!
 //! Invariants: units are written at `next_page` and never rewritten; `next_page` only grows
 //! and stays at most [`STORE_PAGES_MAX`]; a unit's live bytes are the encoded bytes of its
-//! fragments still in some buffer's chain, never more than it holds. Not built here: the
-//! two-partition reclamation of 4.3 (copying live data out and erasing), which the tree does.
+//! fragments still in some buffer's chain, never more than it holds. The two-partition
+//! reclamation of 4.3 is the tree's (`tree/reclaim.rs`): it empties every buffer, then
+//! swaps the pool onto a store over the other, erased partition ([`BufferStore::on_erased`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -30,7 +31,7 @@ pub const STORE_PAGES_MAX: u64 = 1 << 28;
 pub struct StoreStats {
     /// Pages in the file (the next unit goes there).
     pub pages: u64,
-    /// Units written.
+    /// Units written (this and the following counters continue across reclamations).
     pub units_written: u64,
     /// Pages written (units times their length).
     pub pages_written: u64,
@@ -128,6 +129,32 @@ impl BufferStore {
             return Err(Error::corruption(path, len, reason));
         }
         Ok(Self::with_file(file, path, page_bytes, next_page))
+    }
+
+    /// A store over `file` (named `path`), which must be empty (an erased partition, section
+    /// 4.3): new units go from page 0.
+    pub fn on_erased(file: Arc<dyn StorageFile>, path: PathBuf, page_bytes: u32) -> Result<Self> {
+        check_page_bytes(page_bytes)?;
+        let len = file.len()?;
+        if len != 0 {
+            let reason = format!("the buffer partition holds {len} bytes, not erased");
+            return Err(Error::corruption(path, 0, reason));
+        }
+        Ok(Self::with_file(file, path, page_bytes, 0))
+    }
+
+    /// Continues the I/O counters of `old` (the partition this store replaces), so they
+    /// count since the tree was opened.
+    pub fn continue_counters(&mut self, old: &BufferStore) {
+        self.units_written += old.units_written;
+        self.pages_written += old.pages_written;
+        self.units_read.fetch_add(old.units_read.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.pages_read.fetch_add(old.pages_read.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    /// The file (a reclamation erases it once nothing durable reaches it).
+    pub fn file(&self) -> &Arc<dyn StorageFile> {
+        &self.file
     }
 
     fn with_file(file: Arc<dyn StorageFile>, path: PathBuf, page_bytes: u32, pages: u64) -> Self {

@@ -25,7 +25,7 @@ use lamina_storage::{OpenMode, SlotState, Storage, Superblock};
 use super::payload::{
     CheckpointBytes, CommitRecord, checkpoint_file_name, parse_checkpoint_file_name,
 };
-use crate::tree::{BUFFER_FILE, LaTree, LaTreeOptions, NODE_FILE, TreeCheckpoint};
+use crate::tree::{LaTree, LaTreeOptions, TREE_FILES, TreeCheckpoint};
 
 /// Superblock file of a persistent tree.
 pub const SUPERBLOCK_FILE: &str = "latree.super";
@@ -141,7 +141,7 @@ pub fn recover(
         refuse_empty("empty")?;
         // A new store, or one whose creation was interrupted before its first commit: the
         // tree's files (if any) hold nothing anyone was told about.
-        let cleanup = [NODE_FILE, BUFFER_FILE]
+        let cleanup = TREE_FILES
             .into_iter()
             .filter(|n| names.iter().any(|m| m == n))
             .map(str::to_string)
@@ -172,7 +172,7 @@ pub fn recover(
         Some(n) => e.at(&storage.path_of(&checkpoint_file_name(n)), 0),
         None => Error::corruption(&sb_path, 0, format!("tree checkpoint: {e}")),
     })?;
-    for name in [NODE_FILE, BUFFER_FILE] {
+    for name in checkpoint.files() {
         // The tree would report an I/O error (not found): a lost file is damage.
         if !names.iter().any(|n| n == name) {
             return Err(Error::corruption(

@@ -313,6 +313,10 @@ impl OrderedIndex for LaTreeEngine {
                 ("node_cache_hits", cache.hits),
                 ("node_cache_misses", cache.misses),
                 ("buffers", pool.buffers),
+                ("reclamations", c.reclaim.reclamations),
+                ("reclamations_deferred", c.reclaim.deferred),
+                ("reclaim_nodes_copied", c.reclaim.nodes_copied),
+                ("reclaim_bytes_erased", c.reclaim.bytes_erased),
             ];
         }
         stats.extra.push(("checkpoints", load(&inner.counters.checkpoints)));

@@ -193,6 +193,10 @@ impl Inner {
             state.applied_seq = seq;
         }
         state.logged_bytes = state.logged_bytes.saturating_add(bytes);
+        if state.tree.wants_checkpoint() {
+            // A reclamation's old partition is erased once a checkpoint is committed.
+            state.logged_bytes = state.logged_bytes.max(self.options.checkpoint_log_bytes);
+        }
         Ok(state.logged_bytes)
     }
 

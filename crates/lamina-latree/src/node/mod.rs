@@ -10,7 +10,8 @@
 //! - [`verify`](mod@verify): every invariant of one node.
 //! - [`table`], [`store`]: the file of node pages, written in place (SSD profiles, `host`)
 //!   or out of place through the node table (raw NAND, section 4.3), and free node ids;
-//!   [`snapshot`]: the store's state for a checkpoint.
+//!   [`snapshot`]: the store's state for a checkpoint; [`relocate`]: copying an out-of-place
+//!   store's live nodes to the other partition (section 4.3's reclamation).
 //! - [`cache`]: the LRU node cache with a byte budget and write-back (section 4.2).
 
 pub mod cache;
@@ -20,6 +21,7 @@ pub mod layout;
 pub mod leaf;
 pub mod page;
 pub mod rebalance;
+pub mod relocate;
 pub mod snapshot;
 pub mod store;
 pub mod table;

@@ -6,9 +6,9 @@
 //!   node id = slot; a node is rewritten where it is. No node table.
 //! - **Out of place** (raw NAND, `nand-toshiba`, where rewriting a page in place is not
 //!   possible): every write appends the node at the head of the partition and the
-//!   [`NodeTable`] maps the id to its latest slot; older copies are dead. When the partition
-//!   is full, writes fail with `NoSpace`: the two-partition reclamation of section 4.3 (empty
-//!   the buffers, copy the live nodes to the other partition) is not built yet.
+//!   [`NodeTable`] maps the id to its latest slot; older copies are dead. The tree reclaims
+//!   the partition before it fills (section 4.3: empty the buffers, copy the live nodes to
+//!   the other partition, [`super::relocate`]); a full partition fails writes with `NoSpace`.
 //!
 //! - **Copy-on-write in place** (SSD profiles when the tree is `crash_consistent`, the
 //!   default): slots are rewritten in place, but never one the last committed checkpoint may
@@ -156,23 +156,35 @@ pub struct NodeStoreStats {
     pub slots: u64,
     /// Copy-on-write: dead slots free for reuse now (the others wait for a checkpoint).
     pub free_slots: u64,
+    /// Nodes copied to another partition by relocations (`relocate.rs`; counted in
+    /// `node_reads` and `node_writes` too).
+    pub nodes_relocated: u64,
+}
+
+/// A file of node slots and its path (for error messages).
+#[derive(Debug)]
+pub(super) struct NodeFile {
+    pub file: Arc<dyn StorageFile>,
+    pub path: PathBuf,
 }
 
 #[derive(Debug)]
-struct StoreState {
-    ids: FreeList,
-    table: Option<NodeTable>,
-    write_seq: u64,
-    stats: NodeStoreStats,
+pub(super) struct StoreState {
+    pub ids: FreeList,
+    pub table: Option<NodeTable>,
+    pub write_seq: u64,
+    pub stats: NodeStoreStats,
+    /// The file written (out of place: the active partition).
+    pub file: Arc<NodeFile>,
+    /// During a relocation (`relocate.rs`): the partition being drained.
+    pub draining: Option<super::relocate::Draining>,
 }
 
 /// The file of node pages.
 #[derive(Debug)]
 pub struct NodeStore {
-    file: Arc<dyn StorageFile>,
-    path: PathBuf,
-    options: NodeStoreOptions,
-    state: Mutex<StoreState>,
+    pub(super) options: NodeStoreOptions,
+    pub(super) state: Mutex<StoreState>,
 }
 
 impl NodeStore {
@@ -275,12 +287,9 @@ impl NodeStore {
     ) -> Self {
         let path = storage.path_of(file.name());
         let stats = NodeStoreStats::default();
-        NodeStore {
-            file,
-            path,
-            options,
-            state: Mutex::new(StoreState { ids, table, write_seq, stats }),
-        }
+        let file = Arc::new(NodeFile { file, path });
+        let state = StoreState { ids, table, write_seq, stats, file, draining: None };
+        NodeStore { options, state: Mutex::new(state) }
     }
 
     /// The options in force.
@@ -306,6 +315,9 @@ impl NodeStore {
         if let Some(table) = &mut state.table {
             table.remove(id);
         }
+        if let Some(draining) = &mut state.draining {
+            draining.slots.remove(&id);
+        }
         Ok(())
     }
 
@@ -326,46 +338,41 @@ impl NodeStore {
     }
 
     /// Byte offset of `id`'s current page, `None` if it has none (never written, or freed).
+    /// During a relocation the page may be in the partition being drained.
     pub fn offset_of(&self, id: NodeId) -> Option<u64> {
         let state = self.state.lock();
-        self.offset_locked(&state, id)
+        self.locate(&state, id).map(|(_, offset)| offset)
     }
 
-    fn offset_locked(&self, state: &StoreState, id: NodeId) -> Option<u64> {
+    /// The file and byte offset of `id`'s current page.
+    fn locate(&self, state: &StoreState, id: NodeId) -> Option<(Arc<NodeFile>, u64)> {
         if id.0 >= state.ids.end_block() || state.ids.is_free(id.0) {
             return None;
         }
-        let slot = match &state.table {
-            Some(table) => table.slot(id)?,
-            None => id.0,
+        let node_bytes = u64::from(self.options.layout.node_bytes());
+        let (file, slot) = match (&state.table, &state.draining) {
+            (None, _) => (&state.file, id.0),
+            (Some(table), draining) => match (table.slot(id), draining) {
+                (Some(slot), _) => (&state.file, slot),
+                (None, Some(draining)) => (&draining.file, *draining.slots.get(&id)?),
+                (None, None) => return None,
+            },
         };
-        Some(slot * u64::from(self.options.layout.node_bytes()))
+        Some((file.clone(), slot * node_bytes))
     }
 
     /// Reads node `id`. A missing or damaged page is `Corruption` naming the file and offset.
     pub fn read(&self, id: NodeId) -> Result<Node> {
-        let offset = {
+        let (file, offset) = {
             let mut state = self.state.lock();
-            let offset = self.offset_locked(&state, id).ok_or_else(|| {
-                Error::corruption(&self.path, 0, format!("{id} is not allocated or never written"))
-            })?;
+            let Some(found) = self.locate(&state, id) else {
+                let reason = format!("{id} is not allocated or never written");
+                return Err(Error::corruption(&state.file.path, 0, reason));
+            };
             state.stats.node_reads += 1;
-            offset
+            found
         };
-        let mut page = vec![0u8; self.options.layout.node_bytes() as usize];
-        match self.file.read_exact_at(offset, &mut page) {
-            Err(e) if io_error_kind(&e) == Some(std::io::ErrorKind::UnexpectedEof) => {
-                return Err(Error::corruption(
-                    &self.path,
-                    offset,
-                    format!("{id}: page past the end"),
-                ));
-            }
-            other => other?,
-        }
-        let decoded = decode_node(&page, &self.options.layout, Some(id))
-            .map_err(|e| e.at(&self.path, offset))?;
-        Ok(decoded.node)
+        read_node_at(&file, offset, id, &self.options.layout)
     }
 
     /// Writes `node` as the latest version of `id` (allocated; the node must fit).
@@ -382,18 +389,22 @@ impl NodeStore {
         };
         let write_seq = state.write_seq + 1;
         let page = encode_node(node, id, write_seq, &self.options.layout);
-        self.file.write_all_at(slot * node_bytes, &page)?;
+        state.file.file.write_all_at(slot * node_bytes, &page)?;
         state.write_seq = write_seq;
         state.stats.node_writes += 1;
         if let Some(table) = &mut state.table {
             table.place(id, slot);
+        }
+        if let Some(draining) = &mut state.draining {
+            draining.slots.remove(&id); // its latest copy is in the new partition now
         }
         Ok(())
     }
 
     /// Makes the writes so far durable.
     pub fn sync(&self) -> Result<()> {
-        self.file.sync_data()
+        let file = self.state.lock().file.clone();
+        file.file.sync_data()
     }
 
     /// Counters.
@@ -412,6 +423,7 @@ impl NodeStore {
     /// written elsewhere first ([`NodeTable::checkpoint_taken`]).
     pub fn checkpoint(&self) -> StoreSnapshot {
         let mut state = self.state.lock();
+        assert!(state.draining.is_none(), "no checkpoint in the middle of a relocation");
         if let Some(table) = &mut state.table {
             table.checkpoint_taken();
         }
@@ -422,6 +434,7 @@ impl NodeStore {
     /// The state to checkpoint (free ids, the node table, the write sequence number).
     pub fn snapshot(&self) -> StoreSnapshot {
         let state = self.state.lock();
+        assert!(state.draining.is_none(), "no snapshot in the middle of a relocation");
         StoreSnapshot {
             placement: self.options.placement,
             node_bytes: self.options.layout.node_bytes(),
@@ -430,4 +443,24 @@ impl NodeStore {
             table: state.table.clone(),
         }
     }
+}
+
+/// Reads and checks the node page of `id` at `offset` of `file`: a missing or damaged page is
+/// `Corruption` naming the file and the offset.
+pub(super) fn read_node_at(
+    file: &NodeFile,
+    offset: u64,
+    id: NodeId,
+    layout: &NodeLayout,
+) -> Result<Node> {
+    let mut page = vec![0u8; layout.node_bytes() as usize];
+    match file.file.read_exact_at(offset, &mut page) {
+        Err(e) if io_error_kind(&e) == Some(std::io::ErrorKind::UnexpectedEof) => {
+            let reason = format!("{id}: page past the end");
+            return Err(Error::corruption(&file.path, offset, reason));
+        }
+        other => other?,
+    }
+    let decoded = decode_node(&page, layout, Some(id)).map_err(|e| e.at(&file.path, offset))?;
+    Ok(decoded.node)
 }

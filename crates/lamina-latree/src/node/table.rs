@@ -137,14 +137,13 @@ impl NodeTable {
         self.slots.get(&id).copied()
     }
 
-    /// The slot the next copy goes to; `NoSpace` when the partition is full (reclaiming it by
-    /// copying live nodes to a second partition, section 4.3, is not built yet).
+    /// The slot the next copy goes to; `NoSpace` when the partition is full (the tree's
+    /// reclamation, section 4.3, moves the live nodes to the other partition long before).
     pub fn next_slot(&self) -> Result<u64> {
         if self.head >= self.slots_max {
             return Err(Error::NoSpace {
                 context: format!(
-                    "the node partition's {} slots are written ({} live); reclaiming dead \
-                     copies is not built yet",
+                    "the node partition's {} slots are written ({} live) (NODE_SLOTS_MAX)",
                     self.slots_max,
                     self.live_nodes()
                 ),

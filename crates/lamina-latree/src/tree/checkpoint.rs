@@ -28,8 +28,9 @@ use lamina_core::{Error, Result};
 use lamina_storage::Storage;
 
 use super::LaTree;
-use super::core::{BUFFER_FILE, NODE_FILE, node_store_options};
+use super::core::{buffer_file, node_file, node_store_options};
 use super::options::LaTreeOptions;
+use super::reclaim::{Partitions, Retired, Spare};
 use crate::buffer::{
     BufferId as PoolBufferId, BufferPool, BufferRoot, BufferStore, FragmentAddr, POOL_BUFFERS_MAX,
     STORE_PAGES_MAX,
@@ -37,8 +38,9 @@ use crate::buffer::{
 use crate::node::snapshot::SNAPSHOT_PART_BYTES_MAX;
 use crate::node::{Node, NodeId, NodeLayout, NodeStore, StoreSnapshot};
 
-/// Version of [`TreeCheckpoint`]'s encoding.
-pub const CHECKPOINT_FORMAT_VERSION: u8 = 1;
+/// Version of [`TreeCheckpoint`]'s encoding (2 added the active partition; version 1,
+/// partition 0, is still read).
+pub const CHECKPOINT_FORMAT_VERSION: u8 = 2;
 /// Highest root level a checkpoint may name (a tree of fanout 2 this tall holds more than
 /// any file).
 pub const ROOT_LEVEL_MAX: u8 = 64;
@@ -93,6 +95,9 @@ pub struct TreeCheckpoint {
     pub nodes: StoreSnapshot,
     /// Pages of the buffer store written before the checkpoint (new units go after).
     pub buffer_pages: u64,
+    /// The active partition, 0 or 1 (section 4.3, `reclaim.rs`): its buffer file, and its
+    /// node file when nodes are out of place, hold the tree.
+    pub partition: u8,
     /// Every buffer holding entries, by ascending id, with its chain on flash.
     pub buffers: Vec<(PoolBufferId, BufferRoot)>,
 }
@@ -113,6 +118,7 @@ impl TreeCheckpoint {
         put_varint(out, self.next_buffer);
         put_bytes(out, &self.nodes.encode());
         put_varint(out, self.buffer_pages);
+        out.push(self.partition);
         put_varint(out, self.buffers.len() as u64);
         let mut next = 0;
         for (id, root) in &self.buffers {
@@ -142,7 +148,7 @@ impl Decode for TreeCheckpoint {
         let body = lamina_core::checksum::unseal(input, "latree checkpoint")?;
         let mut r = Reader::new(body);
         let version = r.u8()?;
-        if version != CHECKPOINT_FORMAT_VERSION {
+        if !(1..=CHECKPOINT_FORMAT_VERSION).contains(&version) {
             return Err(DecodeError::new(0, format!("latree checkpoint version {version}")));
         }
         let node_bytes = r.u32()?;
@@ -179,6 +185,10 @@ impl Decode for TreeCheckpoint {
         let buffer_pages = r.varint()?;
         if buffer_pages > STORE_PAGES_MAX {
             return Err(r.error(format!("{buffer_pages} buffer pages over {STORE_PAGES_MAX}")));
+        }
+        let partition = if version >= 2 { r.u8()? } else { 0 };
+        if partition > 1 {
+            return Err(DecodeError::new(r.position() - 1, format!("partition {partition}")));
         }
         let count = r.varint()?;
         // Six varints of at least a byte each per buffer.
@@ -224,8 +234,17 @@ impl Decode for TreeCheckpoint {
             next_buffer,
             nodes,
             buffer_pages,
+            partition,
             buffers,
         })
+    }
+}
+
+impl TreeCheckpoint {
+    /// The files this checkpoint's tree lives in: its partition's node file and buffer
+    /// file (the other partition's files hold nothing it needs).
+    pub fn files(&self) -> [&'static str; 2] {
+        [node_file(self.nodes.placement, self.partition), buffer_file(self.partition)]
     }
 }
 
@@ -234,6 +253,12 @@ impl LaTree {
     /// nodes); returns the checkpoint to commit. On an error nothing is lost from memory and
     /// the last committed checkpoint still opens; the checkpoint may be retried.
     pub fn checkpoint(&mut self) -> Result<TreeCheckpoint> {
+        if self.nodes.store().is_relocating() {
+            return Err(Error::Io {
+                context: "checkpointing the LA-tree".into(),
+                source: std::io::Error::other("a reclamation failed earlier: the tree is unusable"),
+            });
+        }
         self.pool.flush_all()?;
         self.nodes.flush()?;
         let nodes = self.nodes.store().checkpoint();
@@ -247,15 +272,18 @@ impl LaTree {
             next_buffer: self.next_buffer,
             nodes,
             buffer_pages: self.pool.stats().store.pages,
+            partition: self.partitions.active,
             buffers,
         })
+        .inspect(|_| self.partitions_checkpoint_taken())
     }
 
     /// The last checkpoint returned is durably committed: node ids and slots only earlier
-    /// checkpoints reached may be reused. (The buffer store only appends: its dead units
-    /// are not reclaimed, see the README.)
+    /// checkpoints reached may be reused, and the partition a reclamation left is erased
+    /// if that checkpoint was taken after it (`reclaim.rs`).
     pub fn checkpoint_committed(&mut self) {
         self.nodes.store().commit_durable();
+        self.partitions_committed();
     }
 
     /// Reopens the tree a committed checkpoint names (see the module docs for what is
@@ -278,23 +306,32 @@ impl LaTree {
         let layout =
             NodeLayout::new(options.node_bytes, options.key_bytes_max, options.value_bytes_max)?;
         let store_options = node_store_options(&options, layout);
-        let store = NodeStore::open(storage, NODE_FILE, store_options, checkpoint.nodes.clone())?;
+        let (placement, partition) = (store_options.placement, checkpoint.partition);
+        let node_name = node_file(placement, partition);
+        let store = NodeStore::open(storage, node_name, store_options, checkpoint.nodes.clone())?;
         let page_bytes = options.buffer_page_bytes;
+        let buffer_name = buffer_file(partition);
         let buffers =
-            BufferStore::open_at(storage, BUFFER_FILE, page_bytes, checkpoint.buffer_pages)?;
-        let mut tree = Self::assemble(options, layout, store, buffers)?;
+            BufferStore::open_at(storage, buffer_name, page_bytes, checkpoint.buffer_pages)?;
+        let partitions = Partitions::new(partition, None, Retired::Erasable);
+        let mut tree = Self::assemble(options, layout, store, buffers, partitions)?;
         tree.root = checkpoint.root;
         tree.root_level = checkpoint.root_level;
         tree.next_seq = checkpoint.next_seq;
         tree.next_buffer = checkpoint.next_buffer;
         attach_buffers(&mut tree.pool, checkpoint)?;
         tree.check_root(storage)?;
+        // Only now that everything was checked (a refused open creates no file): the other
+        // partition, which no durable checkpoint names (this is the last committed one); its
+        // leftovers are erased at the next commit or reclamation.
+        tree.partitions.spare = Some(Spare::open(storage, placement, 1 - partition)?);
         Ok(tree)
     }
 
     /// The root is allocated, readable, and of the checkpoint's level.
     fn check_root(&self, storage: &dyn Storage) -> Result<()> {
-        let corrupt = |reason: String| Error::corruption(storage.path_of(NODE_FILE), 0, reason);
+        let name = node_file(self.nodes.store().options().placement, self.partitions.active);
+        let corrupt = |reason: String| Error::corruption(storage.path_of(name), 0, reason);
         if !self.nodes.store().is_allocated(self.root) {
             return Err(corrupt(format!("the checkpoint's root {} is not allocated", self.root)));
         }

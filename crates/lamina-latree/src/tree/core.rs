@@ -12,6 +12,7 @@ use lamina_core::Result;
 use lamina_storage::Storage;
 
 use super::options::LaTreeOptions;
+use super::reclaim::{Partitions, ReclaimCounters, Retired, Spare};
 use crate::adapt::{AdaptOptions, AdaptState, REGISTERS_MAX};
 use crate::buffer::{BufferEntry, BufferId as PoolBufferId, BufferPool, BufferStore};
 use crate::cost::{CostModel, TreeShape};
@@ -20,12 +21,32 @@ use crate::node::{
     NodeStore, NodeStoreOptions, Placement,
 };
 
-/// File of the node store.
+/// File of the node store (on raw NAND, out of place: partition 0's node file).
 pub const NODE_FILE: &str = "latree.nodes";
-/// File of the buffer store.
+/// File of the buffer store in partition 0.
 pub const BUFFER_FILE: &str = "latree.buffers";
-/// Node slots of the node store (out of place, dead copies count until reclamation exists).
+/// Partition 1's node file (out-of-place node stores only; section 4.3, `reclaim.rs`).
+pub const NODE_FILE_1: &str = "latree.nodes.1";
+/// Partition 1's buffer file.
+pub const BUFFER_FILE_1: &str = "latree.buffers.1";
+/// Every file a tree may have.
+pub const TREE_FILES: [&str; 4] = [NODE_FILE, BUFFER_FILE, NODE_FILE_1, BUFFER_FILE_1];
+/// Node slots of the node store (out of place: of one partition, dead copies included).
 pub const NODE_SLOTS_MAX: u64 = 1 << 24;
+
+/// The node file of `partition` for a store placed `placement`: out of place, one per
+/// partition; otherwise the one file (nodes are not reclaimed, section 4.3).
+pub fn node_file(placement: Placement, partition: u8) -> &'static str {
+    match (placement, partition) {
+        (Placement::OutOfPlace, 1) => NODE_FILE_1,
+        _ => NODE_FILE,
+    }
+}
+
+/// The buffer file of `partition`.
+pub fn buffer_file(partition: u8) -> &'static str {
+    if partition == 1 { BUFFER_FILE_1 } else { BUFFER_FILE }
+}
 
 /// Counters of the tree's own work.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -50,6 +71,8 @@ pub struct TreeCounters {
     pub root_emptyings: u64,
     /// Entries of the root buffers emptied (included in `entries_emptied`).
     pub root_entries_emptied: u64,
+    /// Section 4.3's reclamation (`reclaim.rs`).
+    pub reclaim: ReclaimCounters,
 }
 
 /// The LA-tree, single-threaded (issue 18's tree core; no log, no recovery yet).
@@ -67,6 +90,10 @@ pub struct LaTree {
     pub(super) next_buffer: u64,
     pub(super) adapt: HashMap<BufferId, AdaptState>,
     pub(super) counters: TreeCounters,
+    /// The active partition and the other one (`reclaim.rs`).
+    pub(super) partitions: Partitions,
+    /// Set while a reclamation empties every buffer: every buffered node empties.
+    pub(super) force_empty: bool,
 }
 
 impl LaTree {
@@ -75,9 +102,12 @@ impl LaTree {
         options.validate()?;
         let layout =
             NodeLayout::new(options.node_bytes, options.key_bytes_max, options.value_bytes_max)?;
-        let store = NodeStore::create(storage, NODE_FILE, node_store_options(&options, layout))?;
+        let store_options = node_store_options(&options, layout);
+        let store = NodeStore::create(storage, NODE_FILE, store_options)?;
         let buffers = BufferStore::create(storage, BUFFER_FILE, options.buffer_page_bytes)?;
-        let mut tree = Self::assemble(options, layout, store, buffers)?;
+        let spare = Spare::open(storage, store_options.placement, 1)?;
+        let partitions = Partitions::new(0, Some(spare), Retired::Erased);
+        let mut tree = Self::assemble(options, layout, store, buffers, partitions)?;
         tree.root = tree.nodes.allocate()?;
         tree.nodes.put(tree.root, Node::Leaf(LeafNode::new()))?;
         Ok(tree)
@@ -90,6 +120,7 @@ impl LaTree {
         layout: NodeLayout,
         store: NodeStore,
         buffers: BufferStore,
+        partitions: Partitions,
     ) -> Result<Self> {
         let cache_options =
             NodeCacheOptions::from_memory_budget(options.memory_bytes, options.node_cache_percent)?;
@@ -115,6 +146,8 @@ impl LaTree {
             next_buffer: 1,
             adapt: HashMap::new(),
             counters: TreeCounters::default(),
+            partitions,
+            force_empty: false,
         })
     }
 

@@ -24,13 +24,18 @@ impl LaTree {
                 Some(buffer) => {
                     let after = self.buffer_len(buffer) + entries.len() as u64;
                     let limit = self.options.buffer_entries_max;
-                    if let Decision::NotEmpty = self.adapt_state(buffer).on_update(after, limit) {
+                    // A reclamation empties every buffer (`reclaim.rs`), without ADAPT.
+                    if !self.force_empty
+                        && let Decision::NotEmpty = self.adapt_state(buffer).on_update(after, limit)
+                    {
                         self.append_batch(buffer, entries)?;
                         return Ok(Pieces::single(id));
                     }
                     let own = self.take_buffer(buffer)?;
                     let all = merge_sorted(own, entries);
-                    self.count_emptying(id, all.len());
+                    if !all.is_empty() {
+                        self.count_emptying(id, all.len());
+                    }
                     self.pass_through(id, inner, all)
                 }
                 None => self.pass_through(id, inner, entries),
@@ -69,11 +74,20 @@ impl LaTree {
         entries: Vec<BufferEntry>,
     ) -> Result<Pieces> {
         let mut parts: Vec<(usize, Vec<BufferEntry>)> = Vec::new();
-        for entry in entries {
-            let index = inner.child_index(entry.key());
-            match parts.last_mut() {
-                Some((i, part)) if *i == index => part.push(entry),
-                _ => parts.push((index, vec![entry])),
+        if self.force_empty && inner.level > 1 {
+            // Emptying every buffer: every inner child is visited, even without entries
+            // (buffers below it may hold some); leaves only when entries reach them.
+            parts = (0..inner.children.len()).map(|i| (i, Vec::new())).collect();
+            for entry in entries {
+                parts[inner.child_index(entry.key())].1.push(entry);
+            }
+        } else {
+            for entry in entries {
+                let index = inner.child_index(entry.key());
+                match parts.last_mut() {
+                    Some((i, part)) if *i == index => part.push(entry),
+                    _ => parts.push((index, vec![entry])),
+                }
             }
         }
         let mut touched = Vec::with_capacity(parts.len());

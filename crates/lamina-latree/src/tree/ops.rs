@@ -42,7 +42,8 @@ impl LaTree {
             Node::Inner(_) if self.options.buffered => unreachable!("an inner root buffers"),
             Node::Inner(_) | Node::Leaf(_) => {
                 let pieces = self.descend(root, vec![entry])?;
-                return self.finish_root(pieces);
+                self.finish_root(pieces)?;
+                return self.reclaim_if_due();
             }
         };
         self.pool.append(super::core::pool_id(buffer), entry)?;
@@ -52,11 +53,18 @@ impl LaTree {
             let pieces = self.empty_node(root)?;
             self.finish_root(pieces)?;
         }
-        Ok(())
+        self.reclaim_if_due()
     }
 
-    /// The value of `key`, if present.
+    /// The value of `key`, if present. (A lookup may empty buffers, so it may reclaim
+    /// the partition afterwards, `reclaim.rs`.)
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let found = self.lookup(key)?;
+        self.reclaim_if_due()?;
+        Ok(found)
+    }
+
+    fn lookup(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         // Buffers already offered to ADAPT in this lookup (a restart after an emptying does
         // not count the lookup twice for them).
         let mut consulted: Vec<BufferId> = Vec::new();

@@ -11,6 +11,12 @@ use crate::adapt::SavingsRule;
 pub const LEVELS_PER_BUFFER_MAX: u8 = 8;
 /// Largest `U` accepted (entries in one buffer).
 pub const BUFFER_ENTRIES_MAX: u64 = 1 << 24;
+/// Default partition size (`LaTreeOptions::partition_bytes`): 16 MiB.
+pub const PARTITION_BYTES_DEFAULT: u64 = 16 << 20;
+/// Smallest partition size accepted (tests use a few KiB to reclaim often).
+pub const PARTITION_BYTES_MIN: u64 = 1 << 10;
+/// Largest partition size accepted (1 TiB; with it a tree never reclaims in practice).
+pub const PARTITION_BYTES_MAX: u64 = 1 << 40;
 
 /// How a [`super::LaTree`] is built.
 #[derive(Debug, Clone)]
@@ -48,12 +54,17 @@ pub struct LaTreeOptions {
     /// first), and freed space is reused only after the next checkpoint commits. `false`
     /// (volatile trees, the paper's experiments) rewrites in place as section 4.3 says.
     pub crash_consistent: bool,
+    /// The floor of the reclamation trigger (section 4.3, `tree/reclaim.rs`): the active
+    /// partition (buffer pages, plus node slots on raw NAND) is reclaimed once it spans more
+    /// than `max(partition_bytes, 2 * live bytes)`. Not part of the file format: it may
+    /// change between opens.
+    pub partition_bytes: u64,
 }
 
 impl LaTreeOptions {
     /// Defaults for `device`: 4 KiB nodes, keys up to 64 bytes and values up to 256 bytes,
     /// `K = 2`, `U = 4096` entries, 512-byte buffer pages on raw NAND and 4 KiB otherwise,
-    /// 64 MiB of memory with 25% for nodes, 32-byte mean entries.
+    /// 64 MiB of memory with 25% for nodes, 32-byte mean entries, 16 MiB partitions.
     pub fn for_device(device: DeviceProfile) -> Self {
         let buffer_page_bytes = if device.name == "nand-toshiba" { 512 } else { 4096 };
         LaTreeOptions {
@@ -70,6 +81,7 @@ impl LaTreeOptions {
             savings_rule: SavingsRule::Paper,
             buffered: true,
             crash_consistent: true,
+            partition_bytes: PARTITION_BYTES_DEFAULT,
         }
     }
 
@@ -84,6 +96,13 @@ impl LaTreeOptions {
             let reason =
                 format!("U = {} is not in 1..={BUFFER_ENTRIES_MAX}", self.buffer_entries_max);
             return Err(Error::option("buffer_entries_max", reason));
+        }
+        if !(PARTITION_BYTES_MIN..=PARTITION_BYTES_MAX).contains(&self.partition_bytes) {
+            let reason = format!(
+                "{} is not in {PARTITION_BYTES_MIN}..={PARTITION_BYTES_MAX}",
+                self.partition_bytes
+            );
+            return Err(Error::option("partition_bytes", reason));
         }
         Ok(())
     }
