@@ -231,14 +231,20 @@ impl<R: PmemRegion + ?Sized, I: InnerIndex> FpTree<R, I> {
 
     /// Leaves on the persistent list (walked; not for use concurrently with writes).
     pub fn list_leaves(&self) -> Result<usize> {
-        let mut count = 0;
+        Ok(self.leaf_fills()?.len())
+    }
+
+    /// Records in each leaf on the persistent list, in list order (walked; not for use
+    /// concurrently with writes).
+    pub fn leaf_fills(&self) -> Result<Vec<u32>> {
+        let mut fills = Vec::new();
         let mut next = Some(self.store.pptr(self.store.head));
         while let Some(pptr) = next {
             let leaf = self.store.leaf_at(pptr)?;
-            count += 1;
+            fills.push(leaf.bitmap().count_ones());
             let n = leaf.next();
             next = (!n.is_null()).then_some(n);
         }
-        Ok(count)
+        Ok(fills)
     }
 }
