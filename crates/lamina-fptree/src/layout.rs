@@ -38,8 +38,11 @@ pub const DELETE_LOGS: usize = 4;
 pub const GET_LEAF_LOG_OFFSET: u64 = DELETE_LOGS_OFFSET + DELETE_LOGS as u64 * LINE_BYTES;
 /// The `FreeLeaf` micro-log (Algorithm 12): two persistent pointers.
 pub const FREE_LEAF_LOG_OFFSET: u64 = GET_LEAF_LOG_OFFSET + LINE_BYTES;
+/// The engine's write-batch log (`crate::engine`): a persistent pointer to the batch being
+/// applied, null when none is.
+pub const BATCH_LOG_PPTR: u64 = FREE_LEAF_LOG_OFFSET + LINE_BYTES;
 /// End of what the tree uses of the root area (the allocator's root area ends at 1024).
-pub const ROOT_END: u64 = FREE_LEAF_LOG_OFFSET + LINE_BYTES;
+pub const ROOT_END: u64 = BATCH_LOG_PPTR + LINE_BYTES;
 
 const _: () = assert!(ROOT_END <= 1024, "the tree's root lines fit in the allocator's root area");
 

@@ -15,6 +15,7 @@
 
 mod blob;
 mod delete_leaf;
+pub mod engine;
 pub mod fingerprint;
 mod groups;
 pub mod inner;
@@ -27,6 +28,7 @@ mod store;
 mod tree;
 mod write;
 
+pub use engine::{FpTreeEngine, FpTreeEngineOptions};
 pub use layout::FpTreeConfig;
 pub use recovery::RecoveryReport;
 pub use tree::{FpTree, FpTreeStats, Record};

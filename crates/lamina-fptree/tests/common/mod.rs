@@ -28,14 +28,18 @@ pub fn new_tree(
 }
 
 /// Everything in the tree, by a full scan.
-pub fn contents<R: PmemRegion + ?Sized>(tree: &FpTree<R>) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+pub fn contents<R: PmemRegion + ?Sized, I: InnerIndex>(
+    tree: &FpTree<R, I>,
+) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
     Ok(tree.scan(&[], None, lamina_core::limits::SCAN_LIMIT_MAX)?.into_iter().collect())
 }
 
 /// Checks the tree's invariants after an open: no persistent leak (the allocator's used
 /// chunks are exactly those the tree reaches), the inner nodes hold every leaf on the list,
 /// and every key reads back through the inner nodes.
-pub fn check_tree<R: PmemRegion + ?Sized>(tree: &FpTree<R>) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+pub fn check_tree<R: PmemRegion + ?Sized, I: InnerIndex>(
+    tree: &FpTree<R, I>,
+) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
     assert_eq!(
         tree.allocator_stats().used_chunks,
         tree.reachable_chunks()?,
