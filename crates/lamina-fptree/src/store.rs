@@ -28,7 +28,12 @@ pub struct Counters {
     pub leaf_removals: AtomicU64,
     /// Optimistic reads that had to start over (a leaf was locked or changed).
     pub read_restarts: AtomicU64,
+    /// Emulated persistent-memory read misses charged (leaf visits and blob reads).
+    pub read_misses: AtomicU64,
 }
+
+/// Largest emulated read latency per miss accepted.
+pub const READ_LATENCY_NS_MAX: u64 = 1_000_000;
 
 /// The persistent part of an FPTree (see the module doc).
 pub struct Store<R: PmemRegion + ?Sized> {
@@ -41,6 +46,10 @@ pub struct Store<R: PmemRegion + ?Sized> {
     /// Leaf groups' transient state (free leaves); unused without leaf groups.
     pub(crate) groups: Mutex<GroupState>,
     pub(crate) counters: Counters,
+    /// Emulated latency per persistent-memory read miss (0 = none): the read side of the
+    /// paper's SCM latency sweep (section 6.1); the write side is the region's
+    /// `latency_ns_per_line`. Every leaf visit and every blob read counts as one miss.
+    pub(crate) read_latency_ns: AtomicU64,
 }
 
 impl<R: PmemRegion + ?Sized> std::fmt::Debug for Store<R> {
@@ -67,6 +76,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
             delete_logs: LogQueue::new(DELETE_LOGS_OFFSET, DELETE_LOGS),
             groups: Mutex::new(GroupState::default()),
             counters: Counters::default(),
+            read_latency_ns: AtomicU64::new(0),
         }
     }
 
@@ -82,6 +92,19 @@ impl<R: PmemRegion + ?Sized> Store<R> {
 
     pub(crate) fn path(&self) -> PathBuf {
         self.region().path()
+    }
+
+    /// Charges one emulated read miss (a spin of the configured latency).
+    pub(crate) fn read_miss(&self) {
+        let ns = self.read_latency_ns.load(Ordering::Relaxed);
+        if ns == 0 {
+            return;
+        }
+        bump(&self.counters.read_misses, 1);
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_nanos(ns) {
+            std::hint::spin_loop();
+        }
     }
 
     /// The leaf at offset `at`.
@@ -115,6 +138,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
     /// Searches `leaf` for `key` (Algorithm 1 lines 7-11): only slots that are valid and whose
     /// fingerprint matches are probed. Returns the slot and the number of key probes.
     pub(crate) fn find_slot(&self, leaf: Leaf<'_, R>, key: &[u8], fp: u8) -> Result<Probe> {
+        self.read_miss(); // the leaf's first line
         let bitmap = leaf.bitmap();
         let fingerprints = leaf.fingerprints();
         let mut probes = 0;
@@ -135,6 +159,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
     /// key are read, not the value).
     fn probe(&self, pptr: PPtr, key: &[u8], buf: &mut [u8]) -> Result<bool> {
         let region = self.region();
+        self.read_miss();
         if pptr.is_null() || pptr.file_id != self.file_id() {
             return Err(Error::corruption(
                 self.path(),
@@ -159,6 +184,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
 
     /// Reads and checks the whole record `pptr` names: (key, value).
     pub(crate) fn read_record(&self, pptr: PPtr) -> Result<(Vec<u8>, Vec<u8>)> {
+        self.read_miss();
         let (offset, block_bytes) = self.alloc.block_of(pptr)?;
         let mut header = [0u8; BLOB_HEADER_BYTES];
         self.region().read(offset, &mut header)?;
@@ -191,6 +217,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
 
     /// Every valid record of `leaf`, sorted by key, and the leaf's next pointer.
     pub(crate) fn leaf_records(&self, leaf: Leaf<'_, R>) -> Result<LeafRecords> {
+        self.read_miss();
         let next = leaf.next();
         let mut records = bits(leaf.bitmap())
             .map(|slot| self.read_record(leaf.slot(slot)))

@@ -14,7 +14,7 @@ use crate::inner::{InnerIndex, ReferenceInner, Visit};
 use crate::layout::{CHUNK_BYTES, FpTreeConfig};
 use crate::leaf::bits;
 use crate::recovery::{self, RecoveryReport};
-use crate::store::{Store, bump, read_optimistic};
+use crate::store::{READ_LATENCY_NS_MAX, Store, bump, read_optimistic};
 
 /// A key-value pair returned by a scan.
 pub type Record = (Vec<u8>, Vec<u8>);
@@ -32,6 +32,8 @@ pub struct FpTreeStats {
     pub leaf_removals: u64,
     /// Optimistic leaf reads that started over.
     pub read_restarts: u64,
+    /// Emulated read misses charged (with a read latency set).
+    pub read_misses: u64,
     /// Leaves in the tree.
     pub leaves: usize,
     /// Bytes of DRAM the inner nodes hold.
@@ -91,6 +93,20 @@ impl<R: PmemRegion + ?Sized, I: InnerIndex> FpTree<R, I> {
         &self.inner
     }
 
+    /// Sets the emulated latency per persistent-memory read miss (each leaf visit and blob
+    /// read), up to 1 ms; 0 turns it off. The write side is the region's
+    /// `latency_ns_per_line`.
+    pub fn set_read_latency_ns(&self, latency_ns: u64) -> Result<()> {
+        if latency_ns > READ_LATENCY_NS_MAX {
+            return Err(lamina_core::Error::option(
+                "read_latency_ns",
+                format!("{latency_ns} is over the maximum of {READ_LATENCY_NS_MAX}"),
+            ));
+        }
+        self.store.read_latency_ns.store(latency_ns, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Counters since open.
     pub fn stats(&self) -> FpTreeStats {
         let c = &self.store.counters;
@@ -100,6 +116,7 @@ impl<R: PmemRegion + ?Sized, I: InnerIndex> FpTree<R, I> {
             splits: c.splits.load(Ordering::Relaxed),
             leaf_removals: c.leaf_removals.load(Ordering::Relaxed),
             read_restarts: c.read_restarts.load(Ordering::Relaxed),
+            read_misses: c.read_misses.load(Ordering::Relaxed),
             leaves: self.inner.leaf_count(),
             inner_dram_bytes: self.inner.dram_bytes(),
         }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lamina_core::testkit::Subject;
-use lamina_core::{Durability, Result};
+use lamina_core::{Durability, OpenIntent, Result};
 use lamina_fptree::{FpTreeConfig, FpTreeEngine, FpTreeEngineOptions};
 use lamina_storage::pmem::{MmapRegion, SimulatedOptions, SimulatedRegion};
 
@@ -27,7 +27,7 @@ macro_rules! per_config {
             impl Subject for Volatile {
                 type Index = FpTreeEngine<SimulatedRegion>;
                 fn open(&mut self) -> Result<Self::Index> {
-                    FpTreeEngine::open_region(fresh(), $config)
+                    FpTreeEngine::open_region(fresh(), $config, OpenIntent::CreateIfMissing)
                 }
                 fn durable(&self) -> bool {
                     false
@@ -48,7 +48,7 @@ macro_rules! per_config {
                         None => fresh(),
                     };
                     self.region = Some(region.clone());
-                    FpTreeEngine::open_region(region, $config)
+                    FpTreeEngine::open_region(region, $config, OpenIntent::CreateIfMissing)
                 }
                 fn durable(&self) -> bool {
                     true

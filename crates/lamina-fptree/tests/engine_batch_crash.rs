@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::{check_tree, key, value};
-use lamina_core::{OrderedIndex, WriteBatch};
+use lamina_core::{OpenIntent, OrderedIndex, WriteBatch};
 use lamina_fptree::{FpTreeConfig, FpTreeEngine};
 use lamina_storage::pmem::SimulatedRegion;
 use lamina_storage::pmem::crash_test::for_each_persist_point;
@@ -40,7 +40,11 @@ fn a_batch_is_all_or_nothing_at_every_crash_point() {
             512 << 10,
             &[None, Some(5)],
             |region| {
-                let engine = FpTreeEngine::<SimulatedRegion>::open_region(region.clone(), config)?;
+                let engine = FpTreeEngine::<SimulatedRegion>::open_region(
+                    region.clone(),
+                    config,
+                    OpenIntent::CreateIfMissing,
+                )?;
                 for i in 0..73 {
                     engine.put(&key(i), &value(i, 0))?;
                 }
@@ -50,12 +54,19 @@ fn a_batch_is_all_or_nothing_at_every_crash_point() {
                 Ok(())
             },
             |region| {
-                let engine = FpTreeEngine::<SimulatedRegion>::open_region(region.clone(), config)?;
+                let engine = FpTreeEngine::<SimulatedRegion>::open_region(
+                    region.clone(),
+                    config,
+                    OpenIntent::CreateIfMissing,
+                )?;
                 engine.write_batch(&batch)
             },
             |recovered, point| {
-                let engine =
-                    FpTreeEngine::<SimulatedRegion>::open_region(Arc::new(recovered), config)?;
+                let engine = FpTreeEngine::<SimulatedRegion>::open_region(
+                    Arc::new(recovered),
+                    config,
+                    OpenIntent::MustExist,
+                )?;
                 let got = check_tree(engine.tree())?;
                 if got == before {
                     saw_before.set(saw_before.get() + 1);

@@ -131,3 +131,15 @@ fn reopening_an_empty_region_initializes_it_once() {
     assert!(!tree.recovery_report().initialized);
     assert_eq!(tree.get(b"a").unwrap(), Some(b"1".to_vec()));
 }
+
+#[test]
+fn the_read_latency_knob_charges_leaf_visits_and_blob_reads() {
+    let (_, tree) = new_tree(1 << 20, FpTreeConfig::default());
+    tree.put(b"a", b"1").unwrap();
+    assert_eq!(tree.stats().read_misses, 0, "off by default");
+    tree.set_read_latency_ns(10).unwrap();
+    assert_eq!(tree.get(b"a").unwrap(), Some(b"1".to_vec()));
+    // The leaf, the probed key, the record.
+    assert_eq!(tree.stats().read_misses, 3);
+    assert!(tree.set_read_latency_ns(2_000_000).is_err());
+}

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use lamina_core::limits::{check_cas, check_key, check_scan_limit, check_value};
 use lamina_core::{
-    BatchOp, CasOutcome, Durability, Entry, Error, KeyRange, OrderedIndex, Result, Stats,
-    WriteBatch,
+    BatchOp, CasOutcome, Durability, Entry, Error, KeyRange, OpenIntent, OrderedIndex, Result,
+    Stats, WriteBatch,
 };
 use lamina_storage::pmem::{
     MmapOptions, MmapRegion, PPtr, PmemAllocator, PmemRegion, SimulatedRegion,
@@ -65,6 +65,10 @@ pub struct FpTreeEngineOptions {
     pub durability: Durability,
     /// Emulated write-back latency per persisted line (the region's knob).
     pub latency_ns_per_line: u64,
+    /// Emulated latency per persistent-memory read miss (`FpTree::set_read_latency_ns`).
+    pub read_latency_ns: u64,
+    /// Whether the store must already exist (a missing or blank region is then `Corruption`).
+    pub intent: OpenIntent,
 }
 
 impl Default for FpTreeEngineOptions {
@@ -74,6 +78,8 @@ impl Default for FpTreeEngineOptions {
             config: FpTreeConfig::default(),
             durability: Durability::Sync,
             latency_ns_per_line: 0,
+            read_latency_ns: 0,
+            intent: OpenIntent::CreateIfMissing,
         }
     }
 }
@@ -102,21 +108,32 @@ impl<I: InnerIndex> FpTreeEngine<MmapRegion, I> {
         };
         let region = if path.exists() {
             MmapRegion::open(path, mmap)?
+        } else if options.intent.must_exist() {
+            return Err(Error::corruption(path, 0, "the FPTree's region file is missing"));
         } else {
             MmapRegion::create(path, options.region_bytes, mmap)?
         };
-        Self::open_region(Arc::new(region), options.config)
+        let engine = Self::open_region(Arc::new(region), options.config, options.intent)?;
+        engine.tree.set_read_latency_ns(options.read_latency_ns)?;
+        Ok(engine)
     }
 }
 
 impl<R: SyncRegion + ?Sized, I: InnerIndex> FpTreeEngine<R, I> {
     /// Opens the store in `region`, formatting it if it was never formatted (its first 1024
-    /// bytes are zero: a new region, or a crash during formatting), and redoes a committed
-    /// write batch a crash interrupted.
-    pub fn open_region(region: Arc<R>, config: FpTreeConfig) -> Result<Self> {
+    /// bytes are zero: a new region, or a crash during formatting) unless `intent` says it
+    /// must exist, and redoes a committed write batch a crash interrupted.
+    pub fn open_region(region: Arc<R>, config: FpTreeConfig, intent: OpenIntent) -> Result<Self> {
         let mut first = [0u8; 1024];
         region.read(0, &mut first)?;
         let tree = if first.iter().all(|&b| b == 0) {
+            if intent.must_exist() {
+                return Err(Error::corruption(
+                    region.path(),
+                    0,
+                    "the FPTree's region is blank but the store existed",
+                ));
+            }
             FpTree::create(region, ENGINE_FILE_ID, config)?
         } else {
             FpTree::open(region, config)?
@@ -335,6 +352,7 @@ impl<R: SyncRegion + ?Sized, I: InnerIndex> OrderedIndex for FpTreeEngine<R, I> 
             ("searches_found", tree.searches_found),
             ("key_probes_found", tree.key_probes_found),
             ("read_restarts", tree.read_restarts),
+            ("read_misses", tree.read_misses),
             ("pmem_used_bytes", alloc.used_chunks * alloc.chunk_bytes),
             ("pmem_lines_persisted", self.alloc().region().stats().lines_persisted),
         ];
