@@ -8,6 +8,7 @@ use lamina_core::{
     CasOutcome, Entry, Error, KeyRange, OpenIntent, OrderedIndex, Result, Stats, WriteBatch,
 };
 use lamina_fdtree::FdTree;
+use lamina_fptree::FpTreeEngine;
 use lamina_latree::LaTreeEngine;
 use lamina_mem::{MemEngine, MemOptions};
 use lamina_nbtree::NbTree;
@@ -17,6 +18,9 @@ use lamina_trie::{TrieEngine, TrieOptions};
 use crate::iter::ScanIter;
 use crate::meta::{META_FILE_NAME, Meta};
 use crate::{EngineKind, Options};
+
+/// Name of the `fptree` engine's persistent-memory region file in the database directory.
+pub const FPTREE_FILE_NAME: &str = "fptree.pmem";
 
 /// Name of the lock file that keeps a second process from opening the same directory.
 pub const LOCK_FILE_NAME: &str = "LOCK";
@@ -30,6 +34,7 @@ enum Engine {
     Trie(TrieEngine),
     Nbtree(NbTree),
     Latree(LaTreeEngine),
+    Fptree(FpTreeEngine),
 }
 
 macro_rules! dispatch {
@@ -40,6 +45,7 @@ macro_rules! dispatch {
             Engine::Trie($engine) => $body,
             Engine::Nbtree($engine) => $body,
             Engine::Latree($engine) => $body,
+            Engine::Fptree($engine) => $body,
         }
     };
 }
@@ -141,6 +147,10 @@ impl Db {
             EngineKind::Latree | EngineKind::LatreeBtree => {
                 let latree = options.latree_options(intent);
                 Engine::Latree(LaTreeEngine::open(file_storage(dir, &options)?, &latree)?)
+            }
+            EngineKind::Fptree => {
+                let fptree = options.fptree_options(intent);
+                Engine::Fptree(FpTreeEngine::open_file(&dir.join(FPTREE_FILE_NAME), &fptree)?)
             }
         };
         if !created {

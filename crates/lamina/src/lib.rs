@@ -24,7 +24,7 @@ mod iter;
 mod meta;
 mod options;
 
-pub use db::Db;
+pub use db::{Db, FPTREE_FILE_NAME};
 pub use engine_kind::EngineKind;
 pub use iter::ScanIter;
 pub use lamina_core::limits;
