@@ -4,8 +4,8 @@
 //! The allocator's root area (896 bytes at offset 128) holds, one cache line each (micro-logs
 //! are cache-line aligned, FPTree section 5 "Recovery"): the tree header, the entry pointers
 //! (head of the leaf list, head and tail of the leaf-group list), the split micro-logs
-//! (Algorithm 3), the delete micro-logs (Algorithm 6), and the leaf-group logs (Algorithms 10
-//! and 12).
+//! (Algorithm 3), the delete micro-logs (Algorithm 6), the leaf-group logs (Algorithms 10
+//! and 12), and the engine's write-batch log pointer.
 //!
 //! [`PmemAllocator`]: lamina_storage::pmem::PmemAllocator
 
