@@ -100,7 +100,7 @@ enum {
  */
 typedef struct lamina_options {
     /** Engine name ("fdtree", "fdtree-xm", "fdtree-ds", "nbtree", "latree", "latree-btree",
-     *  "trie", "mem"; `lamina engines` lists them), NUL-terminated; NULL = the default engine ("fdtree"). An
+     *  "fptree", "trie", "mem"; `lamina engines` lists them), NUL-terminated; NULL = the default engine ("fdtree"). An
      *  existing database must be reopened with the engine that created it. Default NULL. */
     const char *engine;
     /** One of LAMINA_DURABILITY_*. Default LAMINA_DURABILITY_SYNC. */

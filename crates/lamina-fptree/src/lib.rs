@@ -5,7 +5,30 @@
 //! selective concurrency (optimistic version locks on the inner nodes in place of HTM, leaf
 //! locks for the persistent part).
 //!
-//! Built so far (issue 19, in progress): the contract of the DRAM inner nodes (`inner`), with
-//! a reference implementation under one reader-writer lock.
+//! - [`FpTree`]: the tree (`get`, `put`, `delete`, `scan`, recovery on `open`), generic over
+//!   the persistent region and the inner nodes ([`inner::InnerIndex`]).
+//! - The persistent part: `leaf` (Figure 2), `blob` (records, Appendix C), `fingerprint`
+//!   (section 4.2), `microlog`, `split` (Algorithms 3-4), `delete_leaf` (6-7), `groups`
+//!   (10-13), `recovery` (9, 17), `write` (2, 5, 8, 14-16).
+//!
+//! Byte layout: `docs/format/fptree.md`. Algorithm map and adaptations: the crate README.
 
+mod blob;
+mod delete_leaf;
+pub mod engine;
+pub mod fingerprint;
+mod groups;
 pub mod inner;
+pub mod layout;
+pub mod leaf;
+mod microlog;
+mod recovery;
+mod split;
+mod store;
+mod tree;
+mod write;
+
+pub use engine::{FpTreeEngine, FpTreeEngineOptions};
+pub use layout::FpTreeConfig;
+pub use recovery::RecoveryReport;
+pub use tree::{FpTree, FpTreeStats, Record};

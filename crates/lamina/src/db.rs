@@ -8,6 +8,7 @@ use lamina_core::{
     CasOutcome, Entry, Error, KeyRange, OpenIntent, OrderedIndex, Result, Stats, WriteBatch,
 };
 use lamina_fdtree::FdTree;
+use lamina_fptree::FpTreeEngine;
 use lamina_latree::LaTreeEngine;
 use lamina_mem::{MemEngine, MemOptions};
 use lamina_nbtree::NbTree;
@@ -17,6 +18,9 @@ use lamina_trie::{TrieEngine, TrieOptions};
 use crate::iter::ScanIter;
 use crate::meta::{META_FILE_NAME, Meta};
 use crate::{EngineKind, Options};
+
+/// Name of the `fptree` engine's persistent-memory region file in the database directory.
+pub const FPTREE_FILE_NAME: &str = "fptree.pmem";
 
 /// Name of the lock file that keeps a second process from opening the same directory.
 pub const LOCK_FILE_NAME: &str = "LOCK";
@@ -30,6 +34,7 @@ pub(crate) enum Engine {
     Trie(TrieEngine),
     Nbtree(NbTree),
     Latree(LaTreeEngine),
+    Fptree(FpTreeEngine),
 }
 
 /// Calls `$body` on whichever engine `$self.engine` holds.
@@ -41,6 +46,7 @@ macro_rules! dispatch {
             Engine::Trie($engine) => $body,
             Engine::Nbtree($engine) => $body,
             Engine::Latree($engine) => $body,
+            Engine::Fptree($engine) => $body,
         }
     };
 }
@@ -135,6 +141,7 @@ pub(crate) fn open_engine(
     intent: OpenIntent,
     over: Option<Arc<dyn Storage>>,
 ) -> Result<Engine> {
+    let read_only = over.is_some();
     let storage = match over {
         Some(storage) => storage,
         None => file_storage(dir, options)?,
@@ -173,6 +180,13 @@ pub(crate) fn open_engine(
             let latree = options.latree_options(intent);
             Engine::Latree(LaTreeEngine::open(storage, &latree)?)
         }
+        EngineKind::Fptree => {
+            // The region is a mapped file, not a `Storage`: verification maps it privately
+            // (copy on write), so recovery's writes never reach the file.
+            let mut fptree = options.fptree_options(intent);
+            fptree.private_image = read_only;
+            Engine::Fptree(FpTreeEngine::open_file(&dir.join(FPTREE_FILE_NAME), &fptree)?)
+        }
     };
     Ok(engine)
 }
@@ -186,6 +200,7 @@ impl Engine {
             Engine::Trie(e) => e,
             Engine::Nbtree(e) => e,
             Engine::Latree(e) => e,
+            Engine::Fptree(e) => e,
         }
     }
 
@@ -197,6 +212,8 @@ impl Engine {
             Engine::Fdtree(e) => e.verify(),
             Engine::Nbtree(e) => e.verify(),
             Engine::Latree(e) => e.verify().map(|_| ()),
+            // Recovery (Algorithm 9) walks and checks every leaf and record at open.
+            Engine::Fptree(_) => Ok(()),
         }
     }
 }

@@ -25,6 +25,9 @@ pub enum EngineKind {
     /// `latree-btree`: the LA-tree engine with buffering off, a plain B+tree (the paper's
     /// baseline). Its own on-disk format name: a buffered tree is not opened as one.
     LatreeBtree,
+    /// `fptree`: the Fingerprinting Persistent Tree (leaves in persistent memory, here a
+    /// memory-mapped region file; DRAM inner nodes rebuilt at open; Oukid et al., SIGMOD 2016).
+    Fptree,
 }
 
 impl EngineKind {
@@ -36,6 +39,7 @@ impl EngineKind {
         EngineKind::Nbtree,
         EngineKind::Latree,
         EngineKind::LatreeBtree,
+        EngineKind::Fptree,
         EngineKind::Trie,
         EngineKind::Mem,
     ];
@@ -51,6 +55,7 @@ impl EngineKind {
             EngineKind::Nbtree => "nbtree",
             EngineKind::Latree => "latree",
             EngineKind::LatreeBtree => "latree-btree",
+            EngineKind::Fptree => "fptree",
         }
     }
 
@@ -64,6 +69,7 @@ impl EngineKind {
             EngineKind::Nbtree => "nbtree",
             EngineKind::Latree => "latree",
             EngineKind::LatreeBtree => "latree-btree",
+            EngineKind::Fptree => "fptree",
         }
     }
 
@@ -102,6 +108,10 @@ impl EngineKind {
             EngineKind::LatreeBtree => {
                 "the LA-tree engine with buffering off: a plain B+tree, the LA-tree paper's \
                  baseline; logged, checkpointed, crash-safe"
+            }
+            EngineKind::Fptree => {
+                "FPTree (fingerprinted unsorted leaves in a persistent-memory region file, DRAM \
+                 inner nodes rebuilt at open, micro-logged splits and deletes; Oukid et al.)"
             }
         }
     }
@@ -162,7 +172,7 @@ mod tests {
         assert!(
             err.to_string().contains(
                 "known: fdtree, fdtree-fc, fdtree-xm, fdtree-ds, nbtree, latree, \
-                     latree-btree, trie, mem"
+                     latree-btree, fptree, trie, mem"
             ),
             "{err}"
         );

@@ -25,7 +25,7 @@ mod meta;
 mod options;
 mod verify;
 
-pub use db::Db;
+pub use db::{Db, FPTREE_FILE_NAME};
 pub use engine_kind::EngineKind;
 pub use iter::ScanIter;
 pub use lamina_core::limits;

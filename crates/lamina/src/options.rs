@@ -2,6 +2,7 @@
 
 use lamina_core::{Durability, Error, OpenIntent, Result};
 use lamina_fdtree::{FcMode, FdTreeOptions};
+use lamina_fptree::FpTreeEngineOptions;
 use lamina_latree::LaTreeEngineOptions;
 use lamina_nbtree::NbTreeOptions;
 use lamina_storage::DeviceProfile;
@@ -93,6 +94,9 @@ pub const CACHE_BYTES_MAX: u64 = 1 << 40;
 /// Most of `memory_budget_bytes` the LA-tree takes (its buffer pool is at most
 /// `lamina_latree::buffer::POOL_BYTES_MAX`, 4 GiB, and takes 75% of its memory).
 pub const LATREE_MEMORY_BYTES_MAX: u64 = 4 << 30;
+
+/// The `fptree` engine's region file size without a disk budget (1 GiB, created sparse).
+pub const FPTREE_REGION_BYTES_DEFAULT: u64 = 1 << 30;
 /// Smallest nonzero `memory_limit_bytes` (1 MiB).
 pub const MEMORY_LIMIT_BYTES_MIN: u64 = 1 << 20;
 
@@ -118,7 +122,12 @@ impl Options {
         }
         let in_memory = matches!(self.engine, EngineKind::Mem | EngineKind::Trie);
         for (name, value, what, supported) in [
-            ("disk_budget_bytes", self.disk_budget_bytes, "a disk budget", true),
+            (
+                "disk_budget_bytes",
+                self.disk_budget_bytes,
+                "a disk budget",
+                self.engine != EngineKind::Fptree,
+            ),
             ("memory_limit_bytes", self.memory_limit_bytes, "a memory limit", in_memory),
         ] {
             if value != 0 && !supported {
@@ -229,6 +238,20 @@ impl Options {
         latree.intent = intent;
         latree.disk_budget_bytes = self.disk_budget_bytes;
         latree
+    }
+
+    /// The `fptree` engine's options, opening with `intent`: a region file of
+    /// [`FPTREE_REGION_BYTES_DEFAULT`] (a sparse file, fixed at creation; the engine takes no
+    /// disk budget, which lamina's contract lets a user raise between opens and which must
+    /// admit overwrites at the limit); leaves are allocated one at a time (the paper's
+    /// concurrent configuration).
+    pub(crate) fn fptree_options(&self, intent: OpenIntent) -> FpTreeEngineOptions {
+        FpTreeEngineOptions {
+            region_bytes: FPTREE_REGION_BYTES_DEFAULT,
+            durability: self.durability,
+            intent,
+            ..FpTreeEngineOptions::default()
+        }
     }
 
     /// The `nbtree` engine's options, opening with `intent`. `sigma` is half the memory

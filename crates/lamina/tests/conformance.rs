@@ -79,3 +79,10 @@ mod latree_btree {
         kind: lamina::EngineKind::LatreeBtree
     });
 }
+
+mod fptree {
+    lamina_core::conformance_tests!(super::super::DbSubject {
+        dir: tempfile::tempdir().unwrap(),
+        kind: lamina::EngineKind::Fptree
+    });
+}

@@ -112,10 +112,11 @@ per_engine! {
     nbtree: EngineKind::Nbtree;
     latree: EngineKind::Latree;
     latree_btree: EngineKind::LatreeBtree;
+    fptree: EngineKind::Fptree;
 }
 
 #[test]
 fn every_engine_is_covered() {
     // A new engine must be added to `per_engine!` above.
-    assert_eq!(EngineKind::ALL.len(), 8);
+    assert_eq!(EngineKind::ALL.len(), 9);
 }

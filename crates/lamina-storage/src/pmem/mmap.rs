@@ -108,6 +108,19 @@ impl MmapRegion {
         Self::map(file, path, options)
     }
 
+    /// Maps the existing region file `path` privately (copy on write, `MAP_PRIVATE`) from a
+    /// read-only handle: the region reads the file and takes writes, but nothing written
+    /// ever reaches the file (`lamina verify` recovers an image this way without changing
+    /// it). Persists and `sync_all` do nothing durable here.
+    pub fn open_private(path: &Path, options: MmapOptions) -> Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .open(path)
+            .map_err(|e| Error::io(format!("opening persistent region {}", path.display()), e))?;
+        let options = MmapOptions { msync: false, ..options };
+        Self::map_with(file, path, options, true)
+    }
+
     /// Maps the existing region file `path`.
     pub fn open(path: &Path, options: MmapOptions) -> Result<Self> {
         let file =
@@ -118,6 +131,10 @@ impl MmapRegion {
     }
 
     fn map(file: File, path: &Path, options: MmapOptions) -> Result<Self> {
+        Self::map_with(file, path, options, false)
+    }
+
+    fn map_with(file: File, path: &Path, options: MmapOptions, private: bool) -> Result<Self> {
         check_latency(options.latency_ns_per_line)?;
         let context = || format!("mapping persistent region {}", path.display());
         let len_bytes = file.metadata().map_err(|e| Error::io(context(), e))?.len();
@@ -130,7 +147,16 @@ impl MmapRegion {
                 ),
             });
         }
-        let map = MmapRaw::map_raw(&file).map_err(|e| Error::io(context(), e))?;
+        let map = if private {
+            // SAFETY: a private mapping is never written back, so other users of the file
+            // cannot observe this process's writes; what this process reads may change if
+            // another process writes the file meanwhile, which `lamina verify` rules out by
+            // holding the store's lock.
+            let copy = unsafe { memmap2::MmapOptions::new().map_copy(&file) };
+            MmapRaw::from(copy.map_err(|e| Error::io(context(), e))?)
+        } else {
+            MmapRaw::map_raw(&file).map_err(|e| Error::io(context(), e))?
+        };
         assert_eq!(map.len() as u64, len_bytes, "mapping covers the file");
         assert_eq!(map.as_ptr() as usize % CACHE_LINE_BYTES as usize, 0, "page-aligned map");
         Ok(MmapRegion {

@@ -1,0 +1,375 @@
+//! [`FpTreeEngine`]: `OrderedIndex` over an [`FpTree`].
+//!
+//! Concurrency: single-key operations run concurrently under the read side of a gate; a
+//! write batch takes the write side, so readers see all of it or none. `put`, `delete` and
+//! `compare_and_swap` also take the key's stripe lock, so a compare-and-swap's read and
+//! write are atomic with respect to other writers of that key. Durability: every write is
+//! persisted before it returns (the FPTree's persists), so `Sync` holds whenever the region's
+//! persists are durable (a simulated region; a file mapped with `msync` per persist).
+
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use lamina_core::limits::{check_cas, check_key, check_scan_limit, check_value};
+use lamina_core::{
+    BatchOp, CasOutcome, Durability, Entry, Error, KeyRange, OpenIntent, OrderedIndex, Result,
+    Stats, WriteBatch,
+};
+use lamina_storage::pmem::{
+    MmapOptions, MmapRegion, PPtr, PmemAllocator, PmemRegion, SimulatedRegion,
+};
+use parking_lot::{Mutex, RwLock};
+
+use super::batch_log::{
+    BATCH_COMMITTED, BATCH_HEADER_BYTES, decode_batch, encode_batch, encoded_len,
+};
+use crate::fingerprint::fingerprint;
+use crate::inner::{InnerIndex, ReferenceInner};
+use crate::layout::{BATCH_LOG_PPTR, FpTreeConfig};
+use crate::tree::FpTree;
+
+/// Stripes of the per-key writer locks.
+const KEY_STRIPES: usize = 64;
+/// The persistent file id the engine formats its region with.
+const ENGINE_FILE_ID: u64 = 1;
+
+/// A region the engine can make durable as a whole (`OrderedIndex::sync`).
+pub trait SyncRegion: PmemRegion {
+    /// Makes everything persisted so far durable.
+    fn sync_all(&self) -> Result<()>;
+}
+
+impl SyncRegion for MmapRegion {
+    fn sync_all(&self) -> Result<()> {
+        MmapRegion::sync_all(self)
+    }
+}
+
+impl SyncRegion for SimulatedRegion {
+    fn sync_all(&self) -> Result<()> {
+        Ok(()) // every persist already reached the durable image
+    }
+}
+
+/// Options of the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FpTreeEngineOptions {
+    /// Size of the region file created for a new store (a sparse file).
+    pub region_bytes: u64,
+    /// Leaf allocation (fixed at creation).
+    pub config: FpTreeConfig,
+    /// `Sync` and `Buffered` map the region with an `msync` per persist (durable on return on
+    /// a page-cache file system); `None` syncs only at `sync` and `close`.
+    pub durability: Durability,
+    /// Emulated write-back latency per persisted line (the region's knob).
+    pub latency_ns_per_line: u64,
+    /// Emulated latency per persistent-memory read miss (`FpTree::set_read_latency_ns`).
+    pub read_latency_ns: u64,
+    /// Whether the store must already exist (a missing or blank region is then `Corruption`).
+    pub intent: OpenIntent,
+    /// Map an existing region privately (copy on write): recovery and writes stay in memory
+    /// and the file is never changed (`lamina verify`).
+    pub private_image: bool,
+}
+
+impl Default for FpTreeEngineOptions {
+    fn default() -> Self {
+        FpTreeEngineOptions {
+            region_bytes: 1 << 30,
+            config: FpTreeConfig::default(),
+            durability: Durability::Sync,
+            latency_ns_per_line: 0,
+            read_latency_ns: 0,
+            intent: OpenIntent::CreateIfMissing,
+            private_image: false,
+        }
+    }
+}
+
+/// The `fptree` engine over a region `R` with inner nodes `I`.
+#[derive(Debug)]
+pub struct FpTreeEngine<R: SyncRegion + ?Sized = MmapRegion, I: InnerIndex = ReferenceInner> {
+    tree: FpTree<R, I>,
+    gate: RwLock<()>,
+    stripes: Vec<Mutex<()>>,
+    closed: AtomicBool,
+    /// Set when a batch failed half-applied: the store must be reopened (recovery redoes it).
+    poisoned: AtomicBool,
+    /// Key and value bytes written through the API since open.
+    user_bytes_written: AtomicU64,
+}
+
+impl<I: InnerIndex> FpTreeEngine<MmapRegion, I> {
+    /// Opens the store in the region file `path`, creating it if it does not exist.
+    pub fn open_file(path: &Path, options: &FpTreeEngineOptions) -> Result<Self> {
+        options.durability.validate()?;
+        let mmap = MmapOptions {
+            msync: !matches!(options.durability, Durability::None),
+            latency_ns_per_line: options.latency_ns_per_line,
+            flush: None,
+        };
+        let region = if path.exists() && options.private_image {
+            MmapRegion::open_private(path, mmap)?
+        } else if path.exists() {
+            MmapRegion::open(path, mmap)?
+        } else if options.intent.must_exist() {
+            return Err(Error::corruption(path, 0, "the FPTree's region file is missing"));
+        } else {
+            MmapRegion::create(path, options.region_bytes, mmap)?
+        };
+        let engine = Self::open_region(Arc::new(region), options.config, options.intent)?;
+        engine.tree.set_read_latency_ns(options.read_latency_ns)?;
+        Ok(engine)
+    }
+}
+
+impl<R: SyncRegion + ?Sized, I: InnerIndex> FpTreeEngine<R, I> {
+    /// Opens the store in `region`, formatting it if it was never formatted (its first 1024
+    /// bytes are zero: a new region, or a crash during formatting) unless `intent` says it
+    /// must exist, and redoes a committed write batch a crash interrupted.
+    pub fn open_region(region: Arc<R>, config: FpTreeConfig, intent: OpenIntent) -> Result<Self> {
+        let mut first = [0u8; 1024];
+        region.read(0, &mut first)?;
+        let tree = if first.iter().all(|&b| b == 0) {
+            if intent.must_exist() {
+                return Err(Error::corruption(
+                    region.path(),
+                    0,
+                    "the FPTree's region is blank but the store existed",
+                ));
+            }
+            FpTree::create(region, ENGINE_FILE_ID, config)?
+        } else {
+            FpTree::open(region, config)?
+        };
+        let engine = FpTreeEngine {
+            tree,
+            gate: RwLock::new(()),
+            stripes: (0..KEY_STRIPES).map(|_| Mutex::new(())).collect(),
+            closed: AtomicBool::new(false),
+            poisoned: AtomicBool::new(false),
+            user_bytes_written: AtomicU64::new(0),
+        };
+        engine.recover_batch()?;
+        Ok(engine)
+    }
+
+    /// The tree.
+    pub fn tree(&self) -> &FpTree<R, I> {
+        &self.tree
+    }
+
+    fn alloc(&self) -> &PmemAllocator<R> {
+        self.tree.allocator()
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(Error::Unsupported {
+                what: "using a store after a write batch failed half-applied; reopen it (the \
+                       batch is redone at recovery)"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn count_written(&self, bytes: usize) {
+        self.user_bytes_written.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    fn stripe(&self, key: &[u8]) -> &Mutex<()> {
+        let h = usize::from(fingerprint(key)) ^ key.len();
+        &self.stripes[h % KEY_STRIPES]
+    }
+
+    /// Redoes (committed) or drops (uncommitted) the batch log left by a crash.
+    fn recover_batch(&self) -> Result<()> {
+        let region = self.alloc().region();
+        let pptr = PPtr::read_from(&**region, BATCH_LOG_PPTR)?;
+        if pptr.is_null() {
+            return Ok(());
+        }
+        let (offset, block_bytes) = self.alloc().block_of(pptr)?;
+        if region.load_u64(offset)? == BATCH_COMMITTED {
+            let mut header = [0u8; BATCH_HEADER_BYTES];
+            region.read(offset, &mut header)?;
+            let path = region.path();
+            let len =
+                encoded_len(&header).filter(|&len| len as u64 <= block_bytes).ok_or_else(|| {
+                    Error::corruption(&path, offset, "batch log longer than its block")
+                })?;
+            let mut bytes = vec![0u8; len];
+            region.read(offset, &mut bytes)?;
+            let batch = decode_batch(&bytes).map_err(|e| e.at(&path, offset))?;
+            self.apply(&batch)?;
+        }
+        self.alloc().deallocate(BATCH_LOG_PPTR)
+    }
+
+    fn apply(&self, batch: &WriteBatch) -> Result<()> {
+        for op in batch.ops() {
+            match op {
+                BatchOp::Put { key, value } => self.tree.put(key, value)?,
+                BatchOp::Delete { key } => {
+                    self.tree.delete(key)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the batch log and commits it: from here the batch will be applied.
+    fn log_batch(&self, batch: &WriteBatch) -> Result<()> {
+        let bytes = encode_batch(batch);
+        let pptr = self.alloc().allocate(BATCH_LOG_PPTR, bytes.len() as u64)?;
+        let region = self.alloc().region();
+        let written = region.write(pptr.offset, &bytes).and_then(|()| {
+            region.persist(pptr.offset, bytes.len() as u64)?;
+            region.fence();
+            region.store_u64(pptr.offset, BATCH_COMMITTED)?;
+            region.persist(pptr.offset, 8)?;
+            region.fence();
+            Ok(())
+        });
+        if let Err(e) = written {
+            // Not committed (or not known to be): recovery drops an uncommitted log.
+            let _ = self.alloc().deallocate(BATCH_LOG_PPTR);
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+impl<R: SyncRegion + ?Sized, I: InnerIndex> OrderedIndex for FpTreeEngine<R, I> {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
+        let _gate = self.gate.read();
+        self.tree.get(key)
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_open()?;
+        check_key(key)?;
+        check_value(value)?;
+        let _gate = self.gate.read();
+        let _stripe = self.stripe(key).lock();
+        self.tree.put(key, value)?;
+        self.count_written(key.len() + value.len());
+        Ok(())
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.check_open()?;
+        check_key(key)?;
+        let _gate = self.gate.read();
+        let _stripe = self.stripe(key).lock();
+        self.tree.delete(key)
+    }
+
+    fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<CasOutcome> {
+        self.check_open()?;
+        check_cas(key, expected, new)?;
+        let _gate = self.gate.read();
+        let _stripe = self.stripe(key).lock();
+        let current = self.tree.get(key)?;
+        if current.as_deref() != expected {
+            return Ok(CasOutcome::Mismatch { current });
+        }
+        match new {
+            Some(value) => {
+                self.tree.put(key, value)?;
+                self.count_written(key.len() + value.len());
+            }
+            None => {
+                self.tree.delete(key)?;
+            }
+        }
+        Ok(CasOutcome::Swapped)
+    }
+
+    fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
+        self.check_open()?;
+        check_scan_limit(limit)?;
+        if range.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let after = |k: &[u8]| {
+            let mut k = k.to_vec();
+            k.push(0);
+            k
+        };
+        let (start, end) = range.as_bounds();
+        let start = match start {
+            Bound::Included(k) => k.to_vec(),
+            Bound::Excluded(k) => after(k),
+            Bound::Unbounded => Vec::new(),
+        };
+        let end = match end {
+            Bound::Included(k) => Some(after(k)),
+            Bound::Excluded(k) => Some(k.to_vec()),
+            Bound::Unbounded => None,
+        };
+        let _gate = self.gate.read();
+        self.tree.scan(&start, end.as_deref(), limit)
+    }
+
+    fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        self.check_open()?;
+        batch.validate()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let _gate = self.gate.write();
+        self.log_batch(batch)?;
+        if let Err(e) = self.apply(batch) {
+            self.poisoned.store(true, Ordering::Release);
+            return Err(e);
+        }
+        self.count_written(batch.payload_bytes());
+        self.alloc().deallocate(BATCH_LOG_PPTR)
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.check_open()?;
+        self.alloc().region().sync_all()
+    }
+
+    fn stats(&self) -> Stats {
+        let tree = self.tree.stats();
+        let alloc = self.tree.allocator_stats();
+        let mut stats = Stats::new("fptree");
+        stats.memory_bytes = tree.inner_dram_bytes;
+        stats.user_bytes_written = self.user_bytes_written.load(Ordering::Relaxed);
+        stats.extra = vec![
+            ("leaves", tree.leaves as u64),
+            ("splits", tree.splits),
+            ("leaf_removals", tree.leaf_removals),
+            ("searches_found", tree.searches_found),
+            ("key_probes_found", tree.key_probes_found),
+            ("read_restarts", tree.read_restarts),
+            ("read_misses", tree.read_misses),
+            ("pmem_used_bytes", alloc.used_chunks * alloc.chunk_bytes),
+            ("pmem_lines_persisted", self.alloc().region().stats().lines_persisted),
+        ];
+        stats
+    }
+
+    fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let _gate = self.gate.write();
+        self.alloc().region().sync_all()
+    }
+}
