@@ -136,7 +136,7 @@ impl NbTree {
                                         active.apply(&key, Some(value));
                                     }
                                     lamina_core::BatchOp::Delete { key } => {
-                                        active.apply(&key, None)
+                                        active.apply(&key, None);
                                     }
                                 }
                             }

@@ -111,22 +111,8 @@ fn recover_segments(
                 format!("segment starts at {} not {head}", header.base_pos),
             ));
         }
-        if let Some(Committed { applied_seq, .. }) = committed
-            && i == 0
-            && header.seq_floor > applied_seq
-        {
-            // Records (committed_seq, seq_floor] were in segments removed before this one;
-            // the committed state still needs them: an older superblock slot was recovered
-            // (the newest is damaged) or the oldest segments were deleted.
-            return Err(Error::corruption(
-                &path,
-                0,
-                format!(
-                    "the log starts after sequence number {}, but the committed state needs                      its records from {} on (a newer committed state lost, or older segments                      deleted?)",
-                    header.seq_floor,
-                    applied_seq + 1
-                ),
-            ));
+        if i == 0 {
+            check_starts_by_committed(&path, header.seq_floor, committed)?;
         }
         segment_bytes = header.capacity_bytes;
         seq_hi = seq_hi.max(header.seq_floor);
@@ -211,6 +197,30 @@ fn valid_chunk_after(
         offset += BLOCK_BYTES as u64;
     }
     Ok(false)
+}
+
+/// Refuses a log whose oldest segment starts after the committed state's applied sequence
+/// number: the records in between were in segments removed before it, and the committed
+/// state still needs them (an older superblock slot was recovered because the newest is
+/// damaged, or the oldest segments were deleted).
+fn check_starts_by_committed(
+    path: &std::path::Path,
+    seq_floor: SeqNo,
+    committed: Option<Committed>,
+) -> Result<()> {
+    match committed {
+        Some(Committed { applied_seq, .. }) if seq_floor > applied_seq => Err(Error::corruption(
+            path,
+            0,
+            format!(
+                "the log starts after sequence number {seq_floor}, but the committed state \
+                 needs its records from {} on (a newer committed state lost, or older \
+                 segments deleted?)",
+                applied_seq + 1
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The type of the torn tail found by recovery: the file, its path, the offset to cut at.
