@@ -114,9 +114,9 @@ pub fn verify_tree(
     children_slack: usize,
 ) -> Result<()> {
     check_structure(tree, fanout, children_slack).map_err(broken)?;
-    let sizes_bounded = children_slack == 0;
-    let entry_max =
-        entry_bytes(lamina_core::limits::KEY_BYTES_MAX, Some(lamina_core::limits::VALUE_BYTES_MAX));
+    if children_slack == 0 {
+        sizes_hold(tree, fanout, sigma_bytes).map_err(broken)?;
+    }
     let mut stack = vec![(tree.root, None::<Vec<u8>>, None::<Vec<u8>>)];
     while let Some((id, low, high)) = stack.pop() {
         let n = tree.node(id);
@@ -153,33 +153,45 @@ pub fn verify_tree(
         } else if n.live_entries != 0 {
             return Err(broken(format!("s-node {id} records entries but has no d-tree")));
         }
-        if sizes_bounded && n.children.len() >= 2 {
-            let floor = crate::flush::underflow::leaf_underfull_bytes(sigma_bytes);
-            for &c in &n.children {
-                let child = tree.node(c);
-                if child.is_leaf() && child.live_bytes < floor {
-                    return Err(broken(format!(
-                        "leaf s-node {c} holds {} bytes, below sigma / 4 = {floor}, beside a \
-                         sibling (it should have been merged)",
-                        child.live_bytes
-                    )));
-                }
-            }
-        }
-        if sizes_bounded && !n.is_leaf() {
-            let siblings: u64 = n.children.iter().map(|&c| tree.node(c).live_bytes).sum();
-            let limit = fanout as u64 * (sigma_bytes + entry_max) + sigma_bytes;
-            if siblings > limit {
-                return Err(broken(format!(
-                    "the children of s-node {id} hold {siblings} bytes, above f (sigma + e) = {limit}"
-                )));
-            }
-        }
         for (i, &c) in n.children.iter().enumerate() {
             let (l, h) = n.child_range(i);
             let l = l.map(<[u8]>::to_vec).or_else(|| low.clone());
             let h = h.map(<[u8]>::to_vec).or_else(|| high.clone());
             stack.push((c, l, h));
+        }
+    }
+    Ok(())
+}
+
+/// The size limits of section 5.1 that hold between jobs, from the live sizes the s-nodes
+/// record (no d-tree is read): the children of an s-node hold at most `f (sigma + e)` (plus
+/// the sigma of a flush in hand), and a leaf beside a sibling is not below `sigma / 4`.
+pub fn sizes_hold(tree: &STree, fanout: usize, sigma_bytes: u64) -> Result<(), String> {
+    let entry_max =
+        entry_bytes(lamina_core::limits::KEY_BYTES_MAX, Some(lamina_core::limits::VALUE_BYTES_MAX));
+    let floor = crate::flush::underflow::leaf_underfull_bytes(sigma_bytes);
+    for (&id, n) in &tree.nodes {
+        if n.children.len() >= 2 {
+            for &c in &n.children {
+                let child = tree.node(c);
+                if child.is_leaf() && child.live_bytes < floor {
+                    return Err(format!(
+                        "leaf s-node {c} holds {} bytes, below sigma / 4 = {floor}, beside a \
+                         sibling (it should have been merged)",
+                        child.live_bytes
+                    ));
+                }
+            }
+        }
+        if !n.is_leaf() {
+            let siblings: u64 = n.children.iter().map(|&c| tree.node(c).live_bytes).sum();
+            let limit = fanout as u64 * (sigma_bytes + entry_max) + sigma_bytes;
+            if siblings > limit {
+                return Err(format!(
+                    "the children of s-node {id} hold {siblings} bytes, above f (sigma + e) = \
+                     {limit}"
+                ));
+            }
         }
     }
     Ok(())

@@ -45,10 +45,17 @@ const DAMAGES: &[Damage] = &[
     Damage::Delete,
 ];
 
+/// Copies a store, keeping sparse files sparse (fptree's region is a large sparse file).
 fn copy_dir(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        let status = std::process::Command::new("cp")
+            .arg("--sparse=always")
+            .arg(entry.path())
+            .arg(to.join(entry.file_name()))
+            .status()
+            .unwrap();
+        assert!(status.success(), "cp {}", entry.path().display());
     }
 }
 
@@ -74,7 +81,15 @@ fn data_of(report: &VerifyReport) -> (u64, u64, u64) {
     (report.entries, report.key_bytes, report.value_bytes)
 }
 
-fn sweep(engine: EngineKind) -> Vec<String> {
+/// Cases per outcome: the same data, a clear error, silently different (must stay 0).
+#[derive(Debug, Default)]
+struct Tally {
+    correct: u32,
+    clear_error: u32,
+    silent: Vec<String>,
+}
+
+fn sweep(engine: EngineKind) -> Tally {
     let store = written(engine);
     let clean = Db::verify(store.path(), options(engine)).unwrap();
     let mut files: Vec<PathBuf> = std::fs::read_dir(store.path())
@@ -86,7 +101,7 @@ fn sweep(engine: EngineKind) -> Vec<String> {
         })
         .collect();
     files.sort();
-    let mut silent = Vec::new();
+    let mut tally = Tally::default();
     for file in &files {
         let name = file.file_name().unwrap().to_str().unwrap().to_string();
         for &damage in DAMAGES {
@@ -94,26 +109,40 @@ fn sweep(engine: EngineKind) -> Vec<String> {
             copy_dir(store.path(), copy.path());
             apply(&copy.path().join(&name), damage);
             match Db::verify(copy.path(), options(engine)) {
-                Ok(report) if data_of(&report) == data_of(&clean) => {}
-                Ok(report) => silent.push(format!(
+                Ok(report) if data_of(&report) == data_of(&clean) => tally.correct += 1,
+                Ok(report) => tally.silent.push(format!(
                     "{engine}: {name} {damage:?}: verified clean with different data {:?} \
                      (undamaged {:?})",
                     data_of(&report),
                     data_of(&clean)
                 )),
-                Err(Error::Corruption { .. } | Error::Io { .. }) => {}
-                Err(other) => silent.push(format!("{engine}: {name} {damage:?}: {other:?}")),
+                Err(Error::Corruption { .. } | Error::Io { .. }) => tally.clear_error += 1,
+                Err(other) => tally.silent.push(format!("{engine}: {name} {damage:?}: {other:?}")),
             }
         }
     }
-    silent
+    tally
 }
 
 #[test]
 fn no_damage_passes_as_different_data() {
     let mut silent = Vec::new();
+    // LAMINA_SWEEP_ENGINE=name sweeps one engine (to investigate a case).
+    let only = std::env::var("LAMINA_SWEEP_ENGINE").ok();
     for &engine in EngineKind::ALL {
-        silent.extend(sweep(engine));
+        if only.as_deref().is_some_and(|name| name != engine.name()) {
+            continue;
+        }
+        let tally = sweep(engine);
+        // `cargo test -p lamina --test damage_sweep -- --nocapture` prints the table of
+        // docs/results/reliability.md.
+        println!(
+            "| {engine} | {} | {} | {} |",
+            tally.correct,
+            tally.clear_error,
+            tally.silent.len()
+        );
+        silent.extend(tally.silent);
     }
     assert!(silent.is_empty(), "{} cases:\n{}", silent.len(), silent.join("\n"));
 }

@@ -110,18 +110,30 @@ impl<I: InnerIndex> FpTreeEngine<MmapRegion, I> {
             latency_ns_per_line: options.latency_ns_per_line,
             flush: None,
         };
+        let damaged = |e| existing_store_damaged(e, path, options.intent);
         let region = if path.exists() && options.private_image {
-            MmapRegion::open_private(path, mmap)?
+            MmapRegion::open_private(path, mmap).map_err(damaged)?
         } else if path.exists() {
-            MmapRegion::open(path, mmap)?
+            MmapRegion::open(path, mmap).map_err(damaged)?
         } else if options.intent.must_exist() {
             return Err(Error::corruption(path, 0, "the FPTree's region file is missing"));
         } else {
             MmapRegion::create(path, options.region_bytes, mmap)?
         };
-        let engine = Self::open_region(Arc::new(region), options.config, options.intent)?;
+        let engine = Self::open_region(Arc::new(region), options.config, options.intent)
+            .map_err(|e| existing_store_damaged(e, path, options.intent))?;
         engine.tree.set_read_latency_ns(options.read_latency_ns)?;
         Ok(engine)
+    }
+}
+
+/// A region that is not a formatted FPTree region where the store existed is damage
+/// (`Corruption`), not another kind of file (`Incompatible`): the database's `LAMINA` file
+/// says this directory's engine made it.
+fn existing_store_damaged(e: Error, path: &Path, intent: OpenIntent) -> Error {
+    match e {
+        Error::Incompatible { reason } if intent.must_exist() => Error::corruption(path, 0, reason),
+        other => other,
     }
 }
 

@@ -120,6 +120,10 @@ pub struct Inner {
     /// A failure that leaves the tree unusable (every later call gets it). Set once; read
     /// by every call (an atomic load).
     pub failure: std::sync::OnceLock<String>,
+    /// The recovered tree is a state committed in the middle of a flush job (a crash
+    /// interrupted it): the size limits that hold between jobs may not hold until a later
+    /// job ends with them holding (`verify` allows what it allows during a job meanwhile).
+    pub recovered_mid_job: std::sync::atomic::AtomicBool,
 }
 
 impl Inner {

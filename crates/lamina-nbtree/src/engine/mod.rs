@@ -105,6 +105,9 @@ impl NbTree {
             } else {
                 (STree::new(), None, options.fanout as usize, options.sigma_bytes, 0, 1, Vec::new())
             };
+        // A crash in the middle of a flush job recovers the state its last step committed.
+        let recovered_mid_job =
+            persistent && crate::verify::sizes_hold(&tree, fanout, sigma_bytes).is_err();
         let active = Memtable::new();
         let log = if persistent {
             let log_options = SegmentLogOptions {
@@ -184,6 +187,7 @@ impl NbTree {
             closed: std::sync::atomic::AtomicBool::new(false),
             stop: std::sync::atomic::AtomicBool::new(false),
             failure: std::sync::OnceLock::new(),
+            recovered_mid_job: std::sync::atomic::AtomicBool::new(recovered_mid_job),
         });
         inner.counters.logged_bytes.store(replayed, Ordering::Relaxed);
         {
@@ -226,7 +230,8 @@ impl NbTree {
         self.inner.check_open()?;
         let work = self.inner.work.lock();
         let version = self.inner.published.read().version.clone();
-        let slack = usize::from(work.job.is_some());
+        let mid_job = work.job.is_some() || self.inner.recovered_mid_job.load(Ordering::Acquire);
+        let slack = usize::from(mid_job);
         crate::verify::verify_tree(
             &version.stree,
             self.inner.fanout,

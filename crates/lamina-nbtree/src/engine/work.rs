@@ -251,6 +251,12 @@ impl Inner {
             work.job = None;
             self.counters.job_active.store(false, Ordering::Release);
         }
+        if work.job.is_none()
+            && self.recovered_mid_job.load(Ordering::Acquire)
+            && crate::verify::sizes_hold(&work.tree, self.fanout, self.sigma_bytes).is_ok()
+        {
+            self.recovered_mid_job.store(false, Ordering::Release);
+        }
         Ok(done)
     }
 
