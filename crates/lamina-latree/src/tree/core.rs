@@ -7,6 +7,7 @@
 //! moves them, and the root always buffers).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use lamina_core::Result;
 use lamina_storage::Storage;
@@ -91,9 +92,12 @@ impl LaTree {
         store: NodeStore,
         buffers: BufferStore,
     ) -> Result<Self> {
-        let cache_options =
+        let mut cache_options =
             NodeCacheOptions::from_memory_budget(options.memory_bytes, options.node_cache_percent)?;
         let pool_bytes = cache_options.buffer_pool_bytes(options.memory_bytes) as u64;
+        // The extra bytes are cache only: the pool keeps the paper's share of `memory_bytes`.
+        cache_options.budget_bytes =
+            cache_options.budget_bytes.saturating_add(options.node_cache_extra_bytes);
         let nodes = NodeCache::new(store, cache_options);
         let pool = BufferPool::new(buffers, pool_bytes)?;
         let (_, fanout) = layout.fanout_for(options.key_bytes_max, 0);
@@ -160,8 +164,14 @@ impl LaTree {
         (level - 1) / k * k
     }
 
+    /// A copy of node `id` to change and write back.
     pub(super) fn read(&self, id: NodeId) -> Result<Node> {
         Ok(Node::clone(&*self.nodes.get(id)?))
+    }
+
+    /// The cached node `id` itself, to look at (no copy).
+    pub(super) fn peek(&self, id: NodeId) -> Result<Arc<Node>> {
+        self.nodes.get(id)
     }
 
     pub(super) fn read_inner(&self, id: NodeId) -> Result<InnerNode> {

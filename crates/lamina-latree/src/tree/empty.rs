@@ -18,22 +18,34 @@ impl LaTree {
     /// says EMPTY, then passes them and its own entries on; other nodes pass them on.
     pub(super) fn descend(&mut self, id: NodeId, entries: Vec<BufferEntry>) -> Result<Pieces> {
         debug_assert!(entries.is_sorted_by(|a, b| a.cmp_key_seq(b).is_le()));
-        match self.read(id)? {
-            Node::Leaf(leaf) => self.merge_into_leaf(id, leaf, &entries),
+        let node = self.peek(id)?;
+        match &*node {
+            Node::Leaf(leaf) => {
+                let leaf = leaf.clone();
+                drop(node);
+                self.merge_into_leaf(id, leaf, &entries)
+            }
             Node::Inner(inner) => match inner.buffer {
                 Some(buffer) => {
                     let after = self.buffer_len(buffer) + entries.len() as u64;
                     let limit = self.options.buffer_entries_max;
                     if let Decision::NotEmpty = self.adapt_state(buffer).on_update(after, limit) {
+                        // The batch stays in the buffer: the node is not copied.
                         self.append_batch(buffer, entries)?;
                         return Ok(Pieces::single(id));
                     }
+                    let inner = inner.clone();
+                    drop(node);
                     let own = self.take_buffer(buffer)?;
                     let all = merge_sorted(own, entries);
                     self.count_emptying(id, all.len());
                     self.pass_through(id, inner, all)
                 }
-                None => self.pass_through(id, inner, entries),
+                None => {
+                    let inner = inner.clone();
+                    drop(node);
+                    self.pass_through(id, inner, entries)
+                }
             },
         }
     }

@@ -14,7 +14,9 @@ mod verify;
 
 pub use self::core::{BUFFER_FILE, LaTree, NODE_FILE, NODE_SLOTS_MAX, TreeCounters};
 pub use checkpoint::{CHECKPOINT_FORMAT_VERSION, CheckpointShape, ROOT_LEVEL_MAX, TreeCheckpoint};
-pub use options::{BUFFER_ENTRIES_MAX, LEVELS_PER_BUFFER_MAX, LaTreeOptions};
+pub use options::{
+    BUFFER_ENTRIES_MAX, LEVELS_PER_BUFFER_MAX, LaTreeOptions, NODE_CACHE_EXTRA_BYTES_MAX,
+};
 pub use scan::SCAN_LIMIT_MAX;
 pub use verify::TreeStats;
 

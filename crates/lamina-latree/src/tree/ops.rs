@@ -37,7 +37,7 @@ impl LaTree {
         let root = self.root;
         // A leaf root, or any root of an unbuffered tree (the B+tree baseline): the entry
         // goes straight down to its leaf.
-        let buffer = match self.read(root)? {
+        let buffer = match *self.peek(root)? {
             Node::Inner(InnerNode { buffer: Some(buffer), .. }) => buffer,
             Node::Inner(_) if self.options.buffered => unreachable!("an inner root buffers"),
             Node::Inner(_) | Node::Leaf(_) => {

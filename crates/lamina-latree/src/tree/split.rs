@@ -97,7 +97,7 @@ impl LaTree {
                 let Some(index) = inner.children.iter().position(|&c| c == child) else {
                     break; // merged into its left neighbour
                 };
-                if !self.read(child)?.is_underfull(&self.layout) {
+                if !self.peek(child)?.is_underfull(&self.layout) {
                     break;
                 }
                 let left = if index + 1 < inner.children.len() { index } else { index - 1 };
@@ -153,18 +153,19 @@ impl LaTree {
                 pieces = self.grow(pieces)?;
                 continue;
             }
-            let Node::Inner(root) = self.read(self.root)? else { return Ok(()) };
-            if root.children.len() > 1 {
-                return Ok(());
-            }
-            let entries = match root.buffer {
+            let (buffer, child, level) = match &*self.peek(self.root)? {
+                Node::Inner(root) if root.children.len() == 1 => {
+                    (root.buffer, root.children[0], root.level)
+                }
+                _ => return Ok(()),
+            };
+            let entries = match buffer {
                 Some(buffer) => self.take_buffer(buffer)?,
                 None => Vec::new(),
             };
-            let child = root.children[0];
             self.nodes.free(self.root)?;
             self.root = child;
-            self.root_level = root.level - 1;
+            self.root_level = level - 1;
             match self.read(child)? {
                 Node::Leaf(_) => pieces = self.descend(child, entries)?,
                 Node::Inner(_) if !self.options.buffered => {
@@ -190,7 +191,7 @@ impl LaTree {
 
     fn grow(&mut self, pieces: Pieces) -> Result<Pieces> {
         self.counters.grows += 1;
-        let old_level = self.read(pieces.first)?.level();
+        let old_level = self.peek(pieces.first)?.level();
         let level = old_level + 1;
         let mut children = vec![pieces.first];
         let mut separators = Vec::new();
