@@ -190,7 +190,7 @@ impl BufferPool {
     /// tail.
     pub fn find(&self, buffer: BufferId, key: &[u8]) -> Result<Option<BufferEntry>> {
         let Some(state) = self.buffers.get(&buffer) else { return Ok(None) };
-        if let Some(found) = state.tail.iter().filter(|e| e.key() == key).max_by_key(|e| e.seq()) {
+        if let Some(found) = state.find_in_tail(key) {
             return Ok(Some(found.clone()));
         }
         let fragments = self.read_chain(buffer, state)?;
