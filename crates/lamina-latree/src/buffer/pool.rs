@@ -134,10 +134,17 @@ impl BufferPool {
 
     /// Writes every tail to flash and syncs the store (a checkpoint's first step).
     pub fn flush_all(&mut self) -> Result<()> {
+        self.write_tails()?;
+        self.store.sync()
+    }
+
+    /// Writes every tail to flash without syncing (the caller syncs the store's file,
+    /// [`BufferStore::sync_handle`]).
+    pub fn write_tails(&mut self) -> Result<()> {
         while self.tail_bytes > 0 {
             self.write_unit()?;
         }
-        self.store.sync()
+        Ok(())
     }
 
     /// Reads `buffer`: its tail and its fragments, newest first, following the back pointers

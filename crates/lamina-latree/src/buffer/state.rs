@@ -167,10 +167,7 @@ mod tests {
         let (a, b) = (0u64..1 << 18)
             .find_map(|i| {
                 let key = format!("key {i} of the search").into_bytes();
-                match seen.insert(key_fingerprint(&key), key.clone()) {
-                    Some(other) => Some((other, key)),
-                    None => None,
-                }
+                seen.insert(key_fingerprint(&key), key.clone()).map(|other| (other, key))
             })
             .expect("a 32-bit collision among 2^18 keys");
         assert_ne!(a, b);

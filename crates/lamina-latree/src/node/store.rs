@@ -396,6 +396,12 @@ impl NodeStore {
         self.file.sync_data()
     }
 
+    /// The file, to sync without holding the store (a checkpoint syncs after releasing the
+    /// tree lock; writes completed before the sync starts are made durable).
+    pub fn sync_handle(&self) -> Arc<dyn StorageFile> {
+        Arc::clone(&self.file)
+    }
+
     /// Counters.
     pub fn stats(&self) -> NodeStoreStats {
         let state = self.state.lock();

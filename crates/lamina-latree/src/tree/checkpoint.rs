@@ -28,6 +28,7 @@ use lamina_core::{Error, Result};
 use lamina_storage::Storage;
 
 use super::LaTree;
+use super::checkpoint_files::CheckpointFiles;
 use super::core::{BUFFER_FILE, NODE_FILE, node_store_options};
 use super::options::LaTreeOptions;
 use crate::buffer::{
@@ -234,12 +235,23 @@ impl LaTree {
     /// nodes); returns the checkpoint to commit. On an error nothing is lost from memory and
     /// the last committed checkpoint still opens; the checkpoint may be retried.
     pub fn checkpoint(&mut self) -> Result<TreeCheckpoint> {
-        self.pool.flush_all()?;
-        self.nodes.flush()?;
+        let (checkpoint, files) = self.checkpoint_unsynced()?;
+        files.sync()?;
+        Ok(checkpoint)
+    }
+
+    /// [`LaTree::checkpoint`] without the syncs: the writes are issued, and the returned
+    /// [`CheckpointFiles`] must be synced before the checkpoint is committed. The tree may be
+    /// changed in between (the engine syncs after releasing its tree lock): nothing the
+    /// checkpoint reaches is overwritten before [`LaTree::checkpoint_committed`] (see the
+    /// module docs of `checkpoint_files.rs` for why).
+    pub fn checkpoint_unsynced(&mut self) -> Result<(TreeCheckpoint, CheckpointFiles)> {
+        self.pool.write_tails()?;
+        self.nodes.write_back()?;
         let nodes = self.nodes.store().checkpoint();
         let buffers: Vec<_> =
             self.pool.buffer_ids().filter_map(|id| Some((id, self.pool.root(id)?))).collect();
-        Ok(TreeCheckpoint {
+        let checkpoint = TreeCheckpoint {
             shape: CheckpointShape::of(&self.options),
             root: self.root,
             root_level: self.root_level,
@@ -248,7 +260,8 @@ impl LaTree {
             nodes,
             buffer_pages: self.pool.stats().store.pages,
             buffers,
-        })
+        };
+        Ok((checkpoint, self.checkpoint_files()))
     }
 
     /// The last checkpoint returned is durably committed: node ids and slots only earlier

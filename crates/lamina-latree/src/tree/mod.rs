@@ -4,6 +4,7 @@
 //! number, and `verify()`.
 
 mod checkpoint;
+mod checkpoint_files;
 mod core;
 mod empty;
 mod ops;
@@ -14,6 +15,7 @@ mod verify;
 
 pub use self::core::{BUFFER_FILE, LaTree, NODE_FILE, NODE_SLOTS_MAX, TreeCounters};
 pub use checkpoint::{CHECKPOINT_FORMAT_VERSION, CheckpointShape, ROOT_LEVEL_MAX, TreeCheckpoint};
+pub use checkpoint_files::CheckpointFiles;
 pub use options::{
     BUFFER_ENTRIES_MAX, LEVELS_PER_BUFFER_MAX, LaTreeOptions, NODE_CACHE_EXTRA_BYTES_MAX,
 };
