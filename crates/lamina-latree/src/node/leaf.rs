@@ -219,6 +219,48 @@ impl LeafNode {
         })
     }
 
+    /// This leaf with `updates` applied, in one pass over both (an emptying's batch: `O(n +
+    /// m)` where an upsert per entry moves `O(n)` slots each). `updates` ascend strictly by
+    /// key; `Some(value)` puts, `None` deletes. Keys and values over the layout's limits are
+    /// refused (nothing is returned). The result is compact and may be overfull or underfull.
+    pub fn merged<'a>(
+        &self,
+        layout: &NodeLayout,
+        updates: impl IntoIterator<Item = (&'a [u8], Option<&'a [u8]>)>,
+    ) -> Result<LeafNode> {
+        let mut out = LeafNode::with_capacity(self.len(), self.data.len() - self.garbage);
+        let mut i = 0;
+        let mut last: Option<&[u8]> = None;
+        for (key, value) in updates {
+            assert!(last.is_none_or(|last| last < key), "updates ascend strictly by key");
+            last = Some(key);
+            layout.check_entry(key, value.unwrap_or_default())?;
+            while i < self.len() && self.key(i) < key {
+                out.push_unchecked(self.key(i), self.value(i));
+                i += 1;
+            }
+            if i < self.len() && self.key(i) == key {
+                i += 1; // replaced or deleted
+            }
+            if let Some(value) = value {
+                out.push_unchecked(key, value);
+            }
+        }
+        for j in i..self.len() {
+            out.push_unchecked(self.key(j), self.value(j));
+        }
+        out.right_sibling = self.right_sibling;
+        Ok(out)
+    }
+
+    /// [`LeafNode::push`] where the caller guarantees the order.
+    fn push_unchecked(&mut self, key: &[u8], value: &[u8]) {
+        debug_assert!(self.last_key().is_none_or(|last| last < key));
+        let slot = self.append_bytes(key, value);
+        reserve(&mut self.slots, 1);
+        self.slots.push(slot);
+    }
+
     /// Removes `key`, returning its value. The leaf may be underfull afterwards.
     pub fn remove(&mut self, key: &[u8]) -> Option<Vec<u8>> {
         let i = self.search(key).ok()?;
@@ -384,5 +426,33 @@ mod tests {
         left.append(&right);
         assert_eq!(left, leaf);
         assert_eq!(LeafNode::from_entries(&all, None), leaf);
+    }
+
+    #[test]
+    fn merging_a_sorted_batch_is_upserting_it() {
+        let layout = NodeLayout::new(4096, 16, 64).unwrap();
+        let mut leaf = LeafNode::new();
+        for k in (0..60u8).step_by(2) {
+            leaf.upsert(&layout, &[b'k', k], &[k; 3]).unwrap();
+        }
+        // Puts of new and existing keys, deletes of present and absent ones, at both ends.
+        let updates: Vec<(Vec<u8>, Option<Vec<u8>>)> = (0..64u8)
+            .filter(|k| k % 3 != 1)
+            .map(|k| (vec![b'k', k], (k % 5 != 0).then(|| vec![k; usize::from(k % 4)])))
+            .collect();
+        let mut expected = leaf.clone();
+        for (key, value) in &updates {
+            match value {
+                Some(value) => drop(expected.upsert(&layout, key, value).unwrap()),
+                None => drop(expected.remove(key)),
+            }
+        }
+        let merged = leaf
+            .merged(&layout, updates.iter().map(|(k, v)| (k.as_slice(), v.as_deref())))
+            .unwrap();
+        assert_eq!(merged, expected);
+        assert_eq!(merged.payload_bytes(), expected.payload_bytes());
+        let too_long = [(&[7u8; 17][..], None)];
+        assert!(leaf.merged(&layout, too_long).is_err());
     }
 }

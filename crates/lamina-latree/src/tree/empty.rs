@@ -10,7 +10,7 @@ use super::core::{LaTree, merge_sorted};
 use super::split::Pieces;
 use crate::adapt::Decision;
 use crate::buffer::{BufferEntry, BufferOp};
-use crate::node::{InnerNode, LeafNode, Node, NodeId};
+use crate::node::{InnerNode, LeafNode, Node, NodeId, NodeLayout};
 
 impl LaTree {
     /// `entries` (sorted by key and seq, all within `id`'s key range, newer than anything
@@ -21,9 +21,9 @@ impl LaTree {
         let node = self.peek(id)?;
         match &*node {
             Node::Leaf(leaf) => {
-                let leaf = leaf.clone();
+                let merged = merge_into_leaf(leaf, &self.layout, &entries)?;
                 drop(node);
-                self.merge_into_leaf(id, leaf, &entries)
+                self.finish_node(id, Node::Leaf(merged))
             }
             Node::Inner(inner) => match inner.buffer {
                 Some(buffer) => {
@@ -110,28 +110,24 @@ impl LaTree {
         }
         self.finish_node(id, Node::Inner(inner))
     }
+}
 
-    /// Merges sorted `entries` into leaf `id`: per key the entry with the largest seq
-    /// decides (a put sets the value, a delete removes the key).
-    fn merge_into_leaf(
-        &mut self,
-        id: NodeId,
-        mut leaf: LeafNode,
-        entries: &[BufferEntry],
-    ) -> Result<Pieces> {
-        for (i, entry) in entries.iter().enumerate() {
-            if entries.get(i + 1).is_some_and(|next| next.key() == entry.key()) {
-                continue; // a newer entry of the same key follows
-            }
-            match entry.op() {
-                BufferOp::Put(value) => {
-                    leaf.upsert(&self.layout, entry.key(), value)?;
-                }
-                BufferOp::Delete => {
-                    leaf.remove(entry.key());
-                }
-            }
+/// `leaf` with sorted `entries` merged in: per key the entry with the largest seq decides
+/// (a put sets the value, a delete removes the key). One pass over both.
+fn merge_into_leaf(
+    leaf: &LeafNode,
+    layout: &NodeLayout,
+    entries: &[BufferEntry],
+) -> Result<LeafNode> {
+    let latest = entries.iter().enumerate().filter_map(|(i, entry)| {
+        if entries.get(i + 1).is_some_and(|next| next.key() == entry.key()) {
+            return None; // a newer entry of the same key follows
         }
-        self.finish_node(id, Node::Leaf(leaf))
-    }
+        let value = match entry.op() {
+            BufferOp::Put(value) => Some(value.as_slice()),
+            BufferOp::Delete => None,
+        };
+        Some((entry.key(), value))
+    });
+    leaf.merged(layout, latest)
 }
