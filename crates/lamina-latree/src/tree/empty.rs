@@ -4,13 +4,15 @@
 //! leaves the entries are merged left to right, the latest sequence number of a key winning
 //! and deletes removing. Structural changes come back up as [`Pieces`] ([`super::split`]).
 
+use std::borrow::Cow;
+
 use lamina_core::Result;
 
 use super::core::{LaTree, merge_sorted};
 use super::split::Pieces;
 use crate::adapt::Decision;
 use crate::buffer::{BufferEntry, BufferOp};
-use crate::node::{InnerNode, LeafNode, Node, NodeId, NodeLayout};
+use crate::node::{LeafNode, Node, NodeId, NodeLayout};
 
 impl LaTree {
     /// `entries` (sorted by key and seq, all within `id`'s key range, newer than anything
@@ -19,45 +21,40 @@ impl LaTree {
     pub(super) fn descend(&mut self, id: NodeId, entries: Vec<BufferEntry>) -> Result<Pieces> {
         debug_assert!(entries.is_sorted_by(|a, b| a.cmp_key_seq(b).is_le()));
         let node = self.peek(id)?;
-        match &*node {
+        let buffer = match &*node {
             Node::Leaf(leaf) => {
                 let merged = merge_into_leaf(leaf, &self.layout, &entries)?;
                 drop(node);
-                self.finish_node(id, Node::Leaf(merged))
+                return self.finish_node(id, Node::Leaf(merged));
             }
-            Node::Inner(inner) => match inner.buffer {
-                Some(buffer) => {
-                    let after = self.buffer_len(buffer) + entries.len() as u64;
-                    let limit = self.options.buffer_entries_max;
-                    if let Decision::NotEmpty = self.adapt_state(buffer).on_update(after, limit) {
-                        // The batch stays in the buffer: the node is not copied.
-                        self.append_batch(buffer, entries)?;
-                        return Ok(Pieces::single(id));
-                    }
-                    let inner = inner.clone();
-                    drop(node);
-                    let own = self.take_buffer(buffer)?;
-                    let all = merge_sorted(own, entries);
-                    self.count_emptying(id, all.len());
-                    self.pass_through(id, inner, all)
+            Node::Inner(inner) => inner.buffer,
+        };
+        match buffer {
+            Some(buffer) => {
+                let after = self.buffer_len(buffer) + entries.len() as u64;
+                let limit = self.options.buffer_entries_max;
+                if let Decision::NotEmpty = self.adapt_state(buffer).on_update(after, limit) {
+                    self.append_batch(buffer, entries)?;
+                    return Ok(Pieces::single(id));
                 }
-                None => {
-                    let inner = inner.clone();
-                    drop(node);
-                    self.pass_through(id, inner, entries)
-                }
-            },
+                let own = self.take_buffer(buffer)?;
+                let all = merge_sorted(own, entries);
+                self.count_emptying(id, all.len());
+                self.pass_through(id, &node, all)
+            }
+            None => self.pass_through(id, &node, entries),
         }
     }
 
     /// Empties the buffer of inner node `id` (its ADAPT state is reset) and returns the
     /// node's pieces after the structural changes below it.
     pub(super) fn empty_node(&mut self, id: NodeId) -> Result<Pieces> {
-        let inner = self.read_inner(id)?;
-        let buffer = inner.buffer.expect("only buffered nodes are emptied");
+        let node = self.peek(id)?;
+        let buffer = node.as_inner().and_then(|inner| inner.buffer);
+        let buffer = buffer.expect("only buffered nodes are emptied");
         let entries = self.take_buffer(buffer)?;
         self.count_emptying(id, entries.len());
-        self.pass_through(id, inner, entries)
+        self.pass_through(id, &node, entries)
     }
 
     fn count_emptying(&mut self, id: NodeId, entries: usize) {
@@ -72,14 +69,18 @@ impl LaTree {
         }
     }
 
-    /// Distributes `entries` to the children of `inner` (node `id`) in key order, puts their
-    /// pieces in place, rebalances the children left underfull and finishes the node.
+    /// Distributes `entries` to the children of inner node `id` (`node`, its cached version)
+    /// in key order, puts their pieces in place, rebalances the children left underfull and
+    /// finishes the node. The node is copied only if it changes (an unbuffered update passes
+    /// through inner nodes that stay as they are).
     pub(super) fn pass_through(
         &mut self,
         id: NodeId,
-        mut inner: InnerNode,
+        node: &Node,
         entries: Vec<BufferEntry>,
     ) -> Result<Pieces> {
+        let Node::Inner(inner) = node else { unreachable!("{id} is an inner node") };
+        let mut inner = Cow::Borrowed(inner);
         let mut parts: Vec<(usize, Vec<BufferEntry>)> = Vec::new();
         for entry in entries {
             let index = inner.child_index(entry.key());
@@ -97,7 +98,7 @@ impl LaTree {
             assert_eq!(pieces.first, child, "a split keeps the node's id for its first piece");
             if !pieces.rest.is_empty() {
                 let (separators, ids): (Vec<_>, Vec<_>) = pieces.rest.into_iter().unzip();
-                inner.insert_split(index, &separators, &ids);
+                inner.to_mut().insert_split(index, &separators, &ids);
                 changed = true;
             }
             touched.push(child);
@@ -108,7 +109,7 @@ impl LaTree {
             // update writes only the nodes it changes; emptying keeps the buffer's id).
             return Ok(Pieces::single(id));
         }
-        self.finish_node(id, Node::Inner(inner))
+        self.finish_node(id, Node::Inner(inner.into_owned()))
     }
 }
 

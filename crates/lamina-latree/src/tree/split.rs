@@ -4,6 +4,8 @@
 //! way), a new root when the root splits and the root's removal when it is left with one
 //! child.
 
+use std::borrow::Cow;
+
 use lamina_core::Result;
 
 use super::core::{LaTree, merge_sorted};
@@ -88,7 +90,7 @@ impl LaTree {
     /// whether `inner` changed.
     pub(super) fn fix_underfull(
         &mut self,
-        inner: &mut InnerNode,
+        inner: &mut Cow<'_, InnerNode>,
         touched: &[NodeId],
     ) -> Result<bool> {
         let mut changed = false;
@@ -101,7 +103,7 @@ impl LaTree {
                     break;
                 }
                 let left = if index + 1 < inner.children.len() { index } else { index - 1 };
-                self.rebalance_children(inner, left)?;
+                self.rebalance_children(inner.to_mut(), left)?;
                 changed = true;
             }
         }
