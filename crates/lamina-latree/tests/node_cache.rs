@@ -192,6 +192,21 @@ fn the_memory_budget_is_split_with_the_buffer_pool() {
 }
 
 #[test]
+fn extra_node_cache_bytes_leave_the_buffer_pool_its_share() {
+    let mut options =
+        lamina_latree::tree::LaTreeOptions::for_device(lamina_storage::DeviceProfile::host());
+    options.memory_bytes = 4 << 20;
+    options.node_cache_extra_bytes = 15 << 20;
+    let storage = MemoryStorage::new();
+    let tree = lamina_latree::tree::LaTree::create(&storage, options.clone()).unwrap();
+    assert_eq!(tree.node_cache().budget_bytes(), (1 << 20) + (15 << 20));
+    assert_eq!(tree.buffer_pool().stats().budget_bytes, 3 << 20);
+    options.node_cache_extra_bytes = usize::MAX;
+    let err = options.validate().unwrap_err().to_string();
+    assert!(err.contains("node_cache_extra_bytes"), "{err}");
+}
+
+#[test]
 fn threads_share_the_cache_without_losing_updates() {
     const THREADS: u64 = 4;
     const NODES_PER_THREAD: u64 = 16;

@@ -23,8 +23,9 @@ pub struct Options {
     /// LA-tree splits it between its buffer pool and its node cache (25%, section 4.2), using at most
     /// [`LATREE_MEMORY_BYTES_MAX`] of it.
     pub memory_budget_bytes: u64,
-    /// Block cache size; 0 disables the cache; at most 1 TiB. Used by `fdtree`; the other
-    /// engines have no block cache and ignore it.
+    /// Block cache size; 0 disables the cache; at most 1 TiB. Used by `fdtree` (its block
+    /// cache) and `latree`/`latree-btree` (added to the node cache's share of the memory
+    /// budget); the other engines have no block cache and ignore it.
     pub cache_bytes: u64,
     /// Create the directory if it does not exist.
     pub create_if_missing: bool,
@@ -224,7 +225,8 @@ impl Options {
 
     /// The `latree` (or `latree-btree`) engine's options, opening with `intent`: the
     /// engine's defaults for `device` (lamina's full key and value limits, 16 KiB nodes),
-    /// with the memory budget shared by its buffer pool and node cache.
+    /// with the memory budget shared by its buffer pool and node cache and the block cache
+    /// added to the node cache.
     pub(crate) fn latree_options(&self, intent: OpenIntent) -> LaTreeEngineOptions {
         let mut latree = if self.engine == EngineKind::LatreeBtree {
             LaTreeEngineOptions::btree_for_device(self.device)
@@ -234,6 +236,9 @@ impl Options {
         latree.tree.memory_bytes =
             usize::try_from(self.memory_budget_bytes.min(LATREE_MEMORY_BYTES_MAX))
                 .unwrap_or(usize::MAX);
+        // Like fdtree's block cache: decoded nodes kept beyond the paper's 25% share.
+        latree.tree.node_cache_extra_bytes =
+            usize::try_from(self.cache_bytes).unwrap_or(usize::MAX);
         latree.durability = self.durability;
         latree.intent = intent;
         latree.disk_budget_bytes = self.disk_budget_bytes;
@@ -371,6 +376,23 @@ mod tests {
             let mapped = options.nbtree_options(OpenIntent::CreateIfMissing);
             assert_eq!(mapped.sigma_bytes, sigma, "budget {budget}");
             mapped.validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn latree_takes_the_memory_budget_and_the_block_cache() {
+        for engine in [EngineKind::Latree, EngineKind::LatreeBtree] {
+            let options = Options {
+                engine,
+                memory_budget_bytes: 8 << 20,
+                cache_bytes: 15 << 20,
+                ..Options::default()
+            };
+            options.validate().unwrap();
+            let mapped = options.latree_options(OpenIntent::CreateIfMissing);
+            assert_eq!(mapped.tree.memory_bytes, 8 << 20);
+            assert_eq!(mapped.tree.node_cache_extra_bytes, 15 << 20);
+            assert_eq!(mapped.tree.buffered, engine == EngineKind::Latree);
         }
     }
 }

@@ -144,10 +144,17 @@ impl BufferPool {
 
     /// Writes every tail to flash and syncs the store (a checkpoint's first step).
     pub fn flush_all(&mut self) -> Result<()> {
+        self.write_tails()?;
+        self.store.sync()
+    }
+
+    /// Writes every tail to flash without syncing (the caller syncs the store's file,
+    /// [`BufferStore::sync_handle`]).
+    pub fn write_tails(&mut self) -> Result<()> {
         while self.tail_bytes > 0 {
             self.write_unit()?;
         }
-        self.store.sync()
+        Ok(())
     }
 
     /// Reads `buffer`: its tail and its fragments, newest first, following the back pointers
@@ -200,7 +207,7 @@ impl BufferPool {
     /// tail.
     pub fn find(&self, buffer: BufferId, key: &[u8]) -> Result<Option<BufferEntry>> {
         let Some(state) = self.buffers.get(&buffer) else { return Ok(None) };
-        if let Some(found) = state.tail.iter().filter(|e| e.key() == key).max_by_key(|e| e.seq()) {
+        if let Some(found) = state.find_in_tail(key) {
             return Ok(Some(found.clone()));
         }
         let fragments = self.read_chain(buffer, state)?;

@@ -316,6 +316,12 @@ impl BufferStore {
         self.file.sync_data()
     }
 
+    /// The file, to sync without holding the store (a checkpoint syncs after releasing the
+    /// tree lock; writes completed before the sync starts are made durable).
+    pub fn sync_handle(&self) -> Arc<dyn StorageFile> {
+        Arc::clone(&self.file)
+    }
+
     /// The counters.
     pub fn stats(&self) -> StoreStats {
         StoreStats {

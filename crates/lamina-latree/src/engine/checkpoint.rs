@@ -8,18 +8,60 @@ use lamina_core::{Error, Result};
 use super::inner::{Inner, State};
 
 impl Inner {
-    /// Takes a checkpoint now (a volatile tree has nothing to checkpoint).
+    /// Takes a checkpoint now (a volatile tree has nothing to checkpoint), holding the tree
+    /// lock only to write (invariant 6): the tree's writes are issued under it, the syncs
+    /// and the superblock commit run without it (writers go on meanwhile), and
+    /// `LaTree::checkpoint_committed` runs under it again. One checkpoint at a time.
     pub fn checkpoint(&self) -> Result<()> {
-        if self.log.is_none() {
-            return self.check_open();
+        let Some(log) = &self.log else { return self.check_open() };
+        let _one = self.checkpointing.lock();
+        let (checkpoint, files, applied_seq, logged_bytes) = {
+            let mut guard = self.state.write();
+            self.check_failed()?;
+            let state = guard.as_mut().ok_or(Error::Closed)?;
+            let (checkpoint, files) = state.tree.checkpoint_unsynced()?;
+            (checkpoint, files, state.applied_seq, state.logged_bytes)
+        };
+        files.sync()?;
+        // The superblock must never name a record the log does not hold after a crash.
+        log.sync().map_err(|e| self.record_failure(e))?;
+        self.commit(applied_seq, &checkpoint)?;
+        {
+            let mut guard = self.state.write();
+            let state = guard.as_mut().ok_or(Error::Closed)?;
+            state.tree.checkpoint_committed();
+            // What was logged while the checkpoint synced counts toward the next one.
+            state.logged_bytes = state.logged_bytes.saturating_sub(logged_bytes);
+            if self.options.verify_each_checkpoint {
+                state.tree.verify().map_err(|e| self.fail(e))?;
+            }
         }
-        let mut guard = self.state.write();
-        self.check_failed()?;
-        let state = guard.as_mut().ok_or(Error::Closed)?;
-        self.checkpoint_locked(state)
+        self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.truncate_log(applied_seq)
     }
 
-    /// A checkpoint with the tree lock held exclusively. A failed `LaTree::checkpoint` or
+    fn commit(&self, applied_seq: u64, checkpoint: &crate::tree::TreeCheckpoint) -> Result<()> {
+        let mut durable = self.durable.lock();
+        let durable = durable.as_mut().expect("a persistent tree has a superblock");
+        durable.commit(
+            &self.storage,
+            applied_seq,
+            checkpoint,
+            self.options.checkpoint_inline_bytes_max,
+        )
+    }
+
+    fn truncate_log(&self, applied_seq: u64) -> Result<()> {
+        let Some(log) = &self.log else { return Ok(()) };
+        match log.truncate(applied_seq) {
+            // The log keeps records the tree already holds (replay skips them).
+            Ok(_) | Err(Error::NoSpace { .. }) => Ok(()),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// A checkpoint with the tree lock held exclusively throughout (`close`'s last one; the
+    /// caller holds `checkpointing`). A failed `LaTree::checkpoint` or
     /// superblock commit is retried by the next checkpoint (the tree's contract: nothing is
     /// lost from memory, the last committed checkpoint still opens, and a checkpoint never
     /// committed is replaced by the next one; a failed superblock commit leaves the current
@@ -29,27 +71,14 @@ impl Inner {
         let checkpoint = state.tree.checkpoint()?;
         // The superblock must never name a record the log does not hold after a crash.
         log.sync().map_err(|e| self.record_failure(e))?;
-        {
-            let mut durable = self.durable.lock();
-            let durable = durable.as_mut().expect("a persistent tree has a superblock");
-            durable.commit(
-                &self.storage,
-                state.applied_seq,
-                &checkpoint,
-                self.options.checkpoint_inline_bytes_max,
-            )?;
-        }
+        self.commit(state.applied_seq, &checkpoint)?;
         state.tree.checkpoint_committed();
         state.logged_bytes = 0;
         self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
         if self.options.verify_each_checkpoint {
             state.tree.verify().map_err(|e| self.fail(e))?;
         }
-        match log.truncate(state.applied_seq) {
-            // The log keeps records the tree already holds (replay skips them).
-            Ok(_) | Err(Error::NoSpace { .. }) => Ok(()),
-            Err(e) => Err(self.fail(e)),
-        }
+        self.truncate_log(state.applied_seq)
     }
 
     /// Refuses after a sticky failure (but not after `close`, whose final checkpoint runs

@@ -143,6 +143,7 @@ impl LaTreeEngine {
             log,
             state: RwLock::new(Some(state)),
             durable: Mutex::new(durable),
+            checkpointing: Mutex::new(()),
             wake: Mutex::new(Wake::default()),
             wake_cv: Condvar::new(),
             counters: Counters::default(),
@@ -333,6 +334,7 @@ impl OrderedIndex for LaTreeEngine {
             }
         }
         self.stop_thread();
+        let _one = self.inner.checkpointing.lock();
         let mut guard = self.inner.state.write();
         let result = match guard.as_mut() {
             Some(state) if self.inner.log.is_some() => {

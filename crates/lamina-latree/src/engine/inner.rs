@@ -17,12 +17,18 @@
 //!    exclusive lock; a scan (shared lock) never overlaps one.
 //! 5. **Arguments are checked before any lock is taken**, against the tree's own key and
 //!    value limits: a refused call changes nothing and logs nothing.
-//! 6. **A checkpoint holds the tree lock exclusively** from `LaTree::checkpoint` through the
-//!    log sync, the superblock commit and `LaTree::checkpoint_committed` (so no write can
-//!    touch what the checkpoint being committed names before it is committed). The background
-//!    thread takes it when `checkpoint_log_bytes` were logged; writers only wake it.
-//! 7. **Lock order:** `state`, then `durable`. The log has its own locks and never calls
-//!    back into the engine.
+//! 6. **A checkpoint holds the tree lock only to write.** `LaTree::checkpoint_unsynced`
+//!    (the pool's tails and dirty nodes written, the checkpoint and `applied_seq` taken)
+//!    runs under the exclusive lock; the tree files' syncs, the log's sync and the
+//!    superblock commit run without it, so writers go on meanwhile; then
+//!    `LaTree::checkpoint_committed` runs under it again. Nothing the checkpoint names is
+//!    overwritten in between (`tree/checkpoint_files.rs` says why: persistent trees are
+//!    crash consistent, so later node writes go to other slots, buffer units are appended).
+//!    One checkpoint at a time (`checkpointing`). The background thread takes one when
+//!    `checkpoint_log_bytes` were logged; writers only wake it. `close`'s last checkpoint
+//!    holds the lock throughout.
+//! 7. **Lock order:** `checkpointing`, then `state`, then `durable`. The log has its own
+//!    locks and never calls back into the engine.
 //! 8. **A failure that may leave the tree half-changed is sticky**: an error from the tree
 //!    after the log append (e.g. an I/O error in the middle of an emptying) or from a sync
 //!    refuses every later call; the log holds every acknowledged write for the next open. A
@@ -81,8 +87,10 @@ pub struct Inner {
     /// The log (`None`: a volatile tree).
     pub log: Option<SegmentLog>,
     pub state: RwLock<Option<State>>,
-    /// The superblock (`None`: a volatile tree). Taken while holding `state`.
+    /// The superblock (`None`: a volatile tree). Taken while holding `state` or not.
     pub durable: Mutex<Option<Durable>>,
+    /// Held through a whole checkpoint (one at a time); taken before `state`.
+    pub checkpointing: Mutex<()>,
     pub wake: Mutex<Wake>,
     pub wake_cv: Condvar,
     pub counters: Counters,

@@ -183,6 +183,13 @@ impl NodeCache {
     /// Writes every dirty node back (in ascending id order) and syncs the store. On an error
     /// the nodes not yet written stay dirty.
     pub fn flush(&self) -> Result<()> {
+        self.write_back()?;
+        self.store.sync()
+    }
+
+    /// Writes every dirty node back (in ascending id order) without syncing (the caller
+    /// syncs, [`NodeStore::sync_handle`]). On an error the nodes not yet written stay dirty.
+    pub fn write_back(&self) -> Result<()> {
         let mut state = self.state.lock();
         let mut dirty: Vec<NodeId> =
             state.nodes.iter().filter(|(_, c)| c.dirty).map(|(&id, _)| id).collect();
@@ -193,7 +200,7 @@ impl NodeCache {
             cached.dirty = false;
             state.stats.write_backs += 1;
         }
-        self.store.sync()
+        Ok(())
     }
 
     /// Counters.

@@ -10,7 +10,7 @@ use lamina_core::codec::{DecodeError, Reader, put_bytes};
 use super::format::{NodeHeader, NodeKind, open_node, put_header, seal_node};
 use super::inner::InnerNode;
 use super::layout::{BufferId, NODE_HEADER_BYTES, NodeId, NodeLayout};
-use super::leaf::{LeafEntry, LeafNode};
+use super::leaf::LeafNode;
 
 /// A decoded node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,7 +100,7 @@ pub fn encode_node(node: &Node, id: NodeId, write_seq: u64, layout: &NodeLayout)
     let payload_bytes = node.payload_bytes();
     assert!(node.fits(layout), "{id}: {payload_bytes} payload bytes do not fit");
     let (count, link) = match node {
-        Node::Leaf(leaf) => (leaf.entries.len(), leaf.right_sibling.map(|s| s.0)),
+        Node::Leaf(leaf) => (leaf.len(), leaf.right_sibling.map(|s| s.0)),
         Node::Inner(inner) => (inner.children.len(), inner.buffer.map(|b| b.0)),
     };
     let header = NodeHeader {
@@ -116,9 +116,9 @@ pub fn encode_node(node: &Node, id: NodeId, write_seq: u64, layout: &NodeLayout)
     put_header(&mut out, &header);
     match node {
         Node::Leaf(leaf) => {
-            for entry in &leaf.entries {
-                put_bytes(&mut out, &entry.key);
-                put_bytes(&mut out, &entry.value);
+            for (key, value) in leaf.iter() {
+                put_bytes(&mut out, key);
+                put_bytes(&mut out, value);
             }
         }
         Node::Inner(inner) => {
@@ -154,17 +154,19 @@ pub fn decode_node(
     let mut r = Reader::new(payload);
     let node = match header.kind {
         NodeKind::Leaf => {
-            let mut entries: Vec<LeafEntry> = Vec::with_capacity(count);
+            // Keys and values take less than the payload (their lengths are in it too).
+            let mut leaf = LeafNode::with_capacity(count, payload.len());
             for _ in 0..count {
                 let at = r.position();
-                let key = r.bytes_with_len(layout.key_bytes_max()).map_err(shift)?.to_vec();
-                let value = r.bytes_with_len(layout.value_bytes_max()).map_err(shift)?.to_vec();
-                if key.is_empty() || entries.last().is_some_and(|last| last.key >= key) {
+                let key = r.bytes_with_len(layout.key_bytes_max()).map_err(shift)?;
+                let value = r.bytes_with_len(layout.value_bytes_max()).map_err(shift)?;
+                if key.is_empty() || leaf.last_key().is_some_and(|last| last >= key) {
                     return Err(shift(DecodeError::new(at, "leaf keys not strictly ascending")));
                 }
-                entries.push(LeafEntry { key, value });
+                leaf.push(key, value);
             }
-            Node::Leaf(LeafNode { entries, right_sibling: header.link.map(NodeId) })
+            leaf.right_sibling = header.link.map(NodeId);
+            Node::Leaf(leaf)
         }
         NodeKind::Inner => {
             if count == 0 {

@@ -17,7 +17,7 @@
 
 use super::inner::InnerNode;
 use super::layout::{BufferId, CHILD_ID_BYTES, NodeId, NodeLayout, separator_bytes};
-use super::leaf::{LeafEntry, LeafNode};
+use super::leaf::LeafNode;
 use super::page::Node;
 
 /// The pieces of a split node, left to right. The first piece keeps the split node's id
@@ -106,8 +106,7 @@ pub fn rebalance(
         std::mem::replace(right, empty_like(right)),
     ) {
         (Node::Leaf(mut l), Node::Leaf(r)) => {
-            l.entries.extend(r.entries);
-            l.right_sibling = r.right_sibling;
+            l.append(&r);
             (Node::Leaf(l), None, None)
         }
         (Node::Inner(mut l), Node::Inner(r)) => {
@@ -151,16 +150,14 @@ fn halve(node: Node, layout: &NodeLayout) -> (Node, Vec<u8>, Node) {
     let floor = layout.underfull_bytes();
     match node {
         Node::Leaf(leaf) => {
-            let n = leaf.entries.len();
+            let n = leaf.len();
             assert!(n >= 2, "an overfull leaf has at least two entries");
-            let prefix = prefix_sums(leaf.entries.iter().map(LeafEntry::encoded_bytes));
+            let prefix = prefix_sums((0..n).map(|i| leaf.entry_bytes(i)));
             let total = prefix[n];
             let j = best_cut(1..n, |j| (prefix[j], total - prefix[j]), floor);
-            let mut left_entries = leaf.entries;
-            let right_entries = left_entries.split_off(j);
-            let separator = right_entries[0].key.clone();
-            let left = LeafNode { entries: left_entries, right_sibling: None };
-            let right = LeafNode { entries: right_entries, right_sibling: leaf.right_sibling };
+            let mut left = leaf;
+            let right = left.split_off(j);
+            let separator = right.first_key().expect("a piece has entries").to_vec();
             (Node::Leaf(left), separator, Node::Leaf(right))
         }
         Node::Inner(inner) => {

@@ -16,7 +16,7 @@ fn non_root<'a>(low: Option<&'a [u8]>, high: Option<&'a [u8]>) -> NodeContext<'a
 }
 
 fn leaf_of(entries: &[LeafEntry], right_sibling: Option<u64>) -> LeafNode {
-    LeafNode { entries: entries.to_vec(), right_sibling: right_sibling.map(NodeId) }
+    LeafNode::from_entries(entries, right_sibling.map(NodeId))
 }
 
 proptest! {
@@ -44,7 +44,7 @@ proptest! {
             }
             let expected_link = new_ids.get(i).copied().or(Some(NodeId(sibling)));
             prop_assert_eq!(leaf.right_sibling, expected_link);
-            all.extend(leaf.entries.iter().cloned());
+            all.extend(leaf.to_entries());
         }
         prop_assert_eq!(all, entries);
     }
@@ -101,7 +101,7 @@ proptest! {
         prop_assert!(left.is_underfull(&layout) && right.fits(&layout));
         let separator = entries[cut].key.clone();
         let outcome = rebalance(&mut left, &separator, &mut right, &layout);
-        let mut all = left.as_leaf().unwrap().entries.clone();
+        let mut all = left.as_leaf().unwrap().to_entries();
         match outcome {
             Rebalanced::Merged { absorbed_buffer } => {
                 prop_assert_eq!(absorbed_buffer, None);
@@ -116,7 +116,7 @@ proptest! {
                 verify_node(&right, &layout, &non_root(Some(&separator), None)).unwrap();
                 prop_assert_eq!(left.as_leaf().unwrap().right_sibling, Some(NodeId(2)));
                 prop_assert_eq!(right.as_leaf().unwrap().right_sibling, Some(NodeId(3)));
-                all.extend(right.as_leaf().unwrap().entries.iter().cloned());
+                all.extend(right.as_leaf().unwrap().to_entries());
             }
         }
         prop_assert_eq!(all, entries);
@@ -215,7 +215,8 @@ fn verify_names_each_broken_invariant() {
     check(&Node::Inner(inner), &root, "level 0");
     let mut huge = LeafNode::new();
     for i in 0..40u8 {
-        huge.entries.push(entry(&[i; 16]));
+        let e = entry(&[i; 16]);
+        huge.push(&e.key, &e.value);
     }
     check(&Node::Leaf(huge), &root, "over the capacity");
 }

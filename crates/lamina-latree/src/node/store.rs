@@ -407,6 +407,13 @@ impl NodeStore {
         file.file.sync_data()
     }
 
+    /// The file, to sync without holding the store (a checkpoint syncs after releasing the
+    /// tree lock; writes completed before the sync starts are made durable).
+    pub fn sync_handle(&self) -> Arc<dyn StorageFile> {
+        // The active partition's file (a checkpoint is refused while nodes relocate).
+        Arc::clone(&self.state.lock().file.file)
+    }
+
     /// Counters.
     pub fn stats(&self) -> NodeStoreStats {
         let state = self.state.lock();

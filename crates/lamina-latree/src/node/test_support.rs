@@ -35,7 +35,7 @@ pub fn leaf_that_fits(layout: &NodeLayout, entries: Vec<LeafEntry>) -> LeafNode 
         if leaf.payload_bytes() + entry.encoded_bytes() > layout.capacity_bytes() {
             break;
         }
-        leaf.entries.push(entry);
+        leaf.push(&entry.key, &entry.value);
     }
     leaf
 }

@@ -40,17 +40,17 @@ pub fn verify_node(node: &Node, layout: &NodeLayout, at: &NodeContext<'_>) -> Re
     };
     match node {
         Node::Leaf(leaf) => {
-            for (i, entry) in leaf.entries.iter().enumerate() {
-                if entry.key.is_empty() || entry.key.len() > layout.key_bytes_max() {
-                    return Err(format!("entry {i}: key of {} bytes", entry.key.len()));
+            for (i, (key, value)) in leaf.iter().enumerate() {
+                if key.is_empty() || key.len() > layout.key_bytes_max() {
+                    return Err(format!("entry {i}: key of {} bytes", key.len()));
                 }
-                if entry.value.len() > layout.value_bytes_max() {
-                    return Err(format!("entry {i}: value of {} bytes", entry.value.len()));
+                if value.len() > layout.value_bytes_max() {
+                    return Err(format!("entry {i}: value of {} bytes", value.len()));
                 }
-                if i > 0 && leaf.entries[i - 1].key >= entry.key {
+                if i > 0 && leaf.key(i - 1) >= key {
                     return Err(format!("entry {i}: keys not strictly ascending"));
                 }
-                if !in_bounds(&entry.key, true) {
+                if !in_bounds(key, true) {
                     return Err(format!("entry {i}: key outside the node's bounds"));
                 }
             }

@@ -28,6 +28,7 @@ use lamina_core::{Error, Result};
 use lamina_storage::Storage;
 
 use super::LaTree;
+use super::checkpoint_files::CheckpointFiles;
 use super::core::{buffer_file, node_file, node_store_options};
 use super::options::LaTreeOptions;
 use super::reclaim::{Partitions, Retired, Spare};
@@ -253,18 +254,30 @@ impl LaTree {
     /// nodes); returns the checkpoint to commit. On an error nothing is lost from memory and
     /// the last committed checkpoint still opens; the checkpoint may be retried.
     pub fn checkpoint(&mut self) -> Result<TreeCheckpoint> {
+        let (checkpoint, files) = self.checkpoint_unsynced()?;
+        files.sync()?;
+        Ok(checkpoint)
+    }
+
+    /// [`LaTree::checkpoint`] without the syncs: the writes are issued, and the returned
+    /// [`CheckpointFiles`] must be synced before the checkpoint is committed. The tree may be
+    /// changed in between (the engine syncs after releasing its tree lock): nothing the
+    /// checkpoint reaches is overwritten before [`LaTree::checkpoint_committed`] (see the
+    /// module docs of `checkpoint_files.rs` for why), and no reclamation starts meanwhile
+    /// (`reclaim.rs` defers it until the commit).
+    pub fn checkpoint_unsynced(&mut self) -> Result<(TreeCheckpoint, CheckpointFiles)> {
         if self.nodes.store().is_relocating() {
             return Err(Error::Io {
                 context: "checkpointing the LA-tree".into(),
                 source: std::io::Error::other("a reclamation failed earlier: the tree is unusable"),
             });
         }
-        self.pool.flush_all()?;
-        self.nodes.flush()?;
+        self.pool.write_tails()?;
+        self.nodes.write_back()?;
         let nodes = self.nodes.store().checkpoint();
         let buffers: Vec<_> =
             self.pool.buffer_ids().filter_map(|id| Some((id, self.pool.root(id)?))).collect();
-        Ok(TreeCheckpoint {
+        let checkpoint = TreeCheckpoint {
             shape: CheckpointShape::of(&self.options),
             root: self.root,
             root_level: self.root_level,
@@ -274,14 +287,17 @@ impl LaTree {
             buffer_pages: self.pool.stats().store.pages,
             partition: self.partitions.active,
             buffers,
-        })
-        .inspect(|_| self.partitions_checkpoint_taken())
+        };
+        self.partitions_checkpoint_taken();
+        self.checkpoint_in_flight = true;
+        Ok((checkpoint, self.checkpoint_files()))
     }
 
     /// The last checkpoint returned is durably committed: node ids and slots only earlier
     /// checkpoints reached may be reused, and the partition a reclamation left is erased
     /// if that checkpoint was taken after it (`reclaim.rs`).
     pub fn checkpoint_committed(&mut self) {
+        self.checkpoint_in_flight = false;
         self.nodes.store().commit_durable();
         self.partitions_committed();
     }

@@ -7,6 +7,7 @@
 //! moves them, and the root always buffers).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use lamina_core::Result;
 use lamina_storage::Storage;
@@ -94,6 +95,9 @@ pub struct LaTree {
     pub(super) partitions: Partitions,
     /// Set while a reclamation empties every buffer: every buffered node empties.
     pub(super) force_empty: bool,
+    /// A checkpoint was taken and is not yet committed (`checkpoint_unsynced` until
+    /// `checkpoint_committed`): no reclamation starts meanwhile.
+    pub(super) checkpoint_in_flight: bool,
 }
 
 impl LaTree {
@@ -122,9 +126,12 @@ impl LaTree {
         buffers: BufferStore,
         partitions: Partitions,
     ) -> Result<Self> {
-        let cache_options =
+        let mut cache_options =
             NodeCacheOptions::from_memory_budget(options.memory_bytes, options.node_cache_percent)?;
         let pool_bytes = cache_options.buffer_pool_bytes(options.memory_bytes) as u64;
+        // The extra bytes are cache only: the pool keeps the paper's share of `memory_bytes`.
+        cache_options.budget_bytes =
+            cache_options.budget_bytes.saturating_add(options.node_cache_extra_bytes);
         let nodes = NodeCache::new(store, cache_options);
         let pool = BufferPool::new(buffers, pool_bytes)?;
         let (_, fanout) = layout.fanout_for(options.key_bytes_max, 0);
@@ -148,6 +155,7 @@ impl LaTree {
             counters: TreeCounters::default(),
             partitions,
             force_empty: false,
+            checkpoint_in_flight: false,
         })
     }
 
@@ -193,8 +201,14 @@ impl LaTree {
         (level - 1) / k * k
     }
 
+    /// A copy of node `id` to change and write back.
     pub(super) fn read(&self, id: NodeId) -> Result<Node> {
         Ok(Node::clone(&*self.nodes.get(id)?))
+    }
+
+    /// The cached node `id` itself, to look at (no copy).
+    pub(super) fn peek(&self, id: NodeId) -> Result<Arc<Node>> {
+        self.nodes.get(id)
     }
 
     pub(super) fn read_inner(&self, id: NodeId) -> Result<InnerNode> {

@@ -4,13 +4,15 @@
 //! leaves the entries are merged left to right, the latest sequence number of a key winning
 //! and deletes removing. Structural changes come back up as [`Pieces`] ([`super::split`]).
 
+use std::borrow::Cow;
+
 use lamina_core::Result;
 
 use super::core::{LaTree, merge_sorted};
 use super::split::Pieces;
 use crate::adapt::Decision;
 use crate::buffer::{BufferEntry, BufferOp};
-use crate::node::{InnerNode, LeafNode, Node, NodeId};
+use crate::node::{LeafNode, Node, NodeId, NodeLayout};
 
 impl LaTree {
     /// `entries` (sorted by key and seq, all within `id`'s key range, newer than anything
@@ -18,39 +20,46 @@ impl LaTree {
     /// says EMPTY, then passes them and its own entries on; other nodes pass them on.
     pub(super) fn descend(&mut self, id: NodeId, entries: Vec<BufferEntry>) -> Result<Pieces> {
         debug_assert!(entries.is_sorted_by(|a, b| a.cmp_key_seq(b).is_le()));
-        match self.read(id)? {
-            Node::Leaf(leaf) => self.merge_into_leaf(id, leaf, &entries),
-            Node::Inner(inner) => match inner.buffer {
-                Some(buffer) => {
-                    let after = self.buffer_len(buffer) + entries.len() as u64;
-                    let limit = self.options.buffer_entries_max;
-                    // A reclamation empties every buffer (`reclaim.rs`), without ADAPT.
-                    if !self.force_empty
-                        && let Decision::NotEmpty = self.adapt_state(buffer).on_update(after, limit)
-                    {
-                        self.append_batch(buffer, entries)?;
-                        return Ok(Pieces::single(id));
-                    }
-                    let own = self.take_buffer(buffer)?;
-                    let all = merge_sorted(own, entries);
-                    if !all.is_empty() {
-                        self.count_emptying(id, all.len());
-                    }
-                    self.pass_through(id, inner, all)
+        let node = self.peek(id)?;
+        let buffer = match &*node {
+            Node::Leaf(leaf) => {
+                let merged = merge_into_leaf(leaf, &self.layout, &entries)?;
+                drop(node);
+                return self.finish_node(id, Node::Leaf(merged));
+            }
+            Node::Inner(inner) => inner.buffer,
+        };
+        match buffer {
+            Some(buffer) => {
+                let after = self.buffer_len(buffer) + entries.len() as u64;
+                let limit = self.options.buffer_entries_max;
+                // A reclamation empties every buffer (`reclaim.rs`), without ADAPT.
+                if !self.force_empty
+                    && let Decision::NotEmpty = self.adapt_state(buffer).on_update(after, limit)
+                {
+                    self.append_batch(buffer, entries)?;
+                    return Ok(Pieces::single(id));
                 }
-                None => self.pass_through(id, inner, entries),
-            },
+                let own = self.take_buffer(buffer)?;
+                let all = merge_sorted(own, entries);
+                if !all.is_empty() {
+                    self.count_emptying(id, all.len());
+                }
+                self.pass_through(id, &node, all)
+            }
+            None => self.pass_through(id, &node, entries),
         }
     }
 
     /// Empties the buffer of inner node `id` (its ADAPT state is reset) and returns the
     /// node's pieces after the structural changes below it.
     pub(super) fn empty_node(&mut self, id: NodeId) -> Result<Pieces> {
-        let inner = self.read_inner(id)?;
-        let buffer = inner.buffer.expect("only buffered nodes are emptied");
+        let node = self.peek(id)?;
+        let buffer = node.as_inner().and_then(|inner| inner.buffer);
+        let buffer = buffer.expect("only buffered nodes are emptied");
         let entries = self.take_buffer(buffer)?;
         self.count_emptying(id, entries.len());
-        self.pass_through(id, inner, entries)
+        self.pass_through(id, &node, entries)
     }
 
     fn count_emptying(&mut self, id: NodeId, entries: usize) {
@@ -65,14 +74,18 @@ impl LaTree {
         }
     }
 
-    /// Distributes `entries` to the children of `inner` (node `id`) in key order, puts their
-    /// pieces in place, rebalances the children left underfull and finishes the node.
+    /// Distributes `entries` to the children of inner node `id` (`node`, its cached version)
+    /// in key order, puts their pieces in place, rebalances the children left underfull and
+    /// finishes the node. The node is copied only if it changes (an unbuffered update passes
+    /// through inner nodes that stay as they are).
     pub(super) fn pass_through(
         &mut self,
         id: NodeId,
-        mut inner: InnerNode,
+        node: &Node,
         entries: Vec<BufferEntry>,
     ) -> Result<Pieces> {
+        let Node::Inner(inner) = node else { unreachable!("{id} is an inner node") };
+        let mut inner = Cow::Borrowed(inner);
         let mut parts: Vec<(usize, Vec<BufferEntry>)> = Vec::new();
         if self.force_empty && inner.level > 1 {
             // Emptying every buffer: every inner child is visited, even without entries
@@ -99,7 +112,7 @@ impl LaTree {
             assert_eq!(pieces.first, child, "a split keeps the node's id for its first piece");
             if !pieces.rest.is_empty() {
                 let (separators, ids): (Vec<_>, Vec<_>) = pieces.rest.into_iter().unzip();
-                inner.insert_split(index, &separators, &ids);
+                inner.to_mut().insert_split(index, &separators, &ids);
                 changed = true;
             }
             touched.push(child);
@@ -110,30 +123,26 @@ impl LaTree {
             // update writes only the nodes it changes; emptying keeps the buffer's id).
             return Ok(Pieces::single(id));
         }
-        self.finish_node(id, Node::Inner(inner))
+        self.finish_node(id, Node::Inner(inner.into_owned()))
     }
+}
 
-    /// Merges sorted `entries` into leaf `id`: per key the entry with the largest seq
-    /// decides (a put sets the value, a delete removes the key).
-    fn merge_into_leaf(
-        &mut self,
-        id: NodeId,
-        mut leaf: LeafNode,
-        entries: &[BufferEntry],
-    ) -> Result<Pieces> {
-        for (i, entry) in entries.iter().enumerate() {
-            if entries.get(i + 1).is_some_and(|next| next.key() == entry.key()) {
-                continue; // a newer entry of the same key follows
-            }
-            match entry.op() {
-                BufferOp::Put(value) => {
-                    leaf.upsert(&self.layout, entry.key(), value)?;
-                }
-                BufferOp::Delete => {
-                    leaf.remove(entry.key());
-                }
-            }
+/// `leaf` with sorted `entries` merged in: per key the entry with the largest seq decides
+/// (a put sets the value, a delete removes the key). One pass over both.
+fn merge_into_leaf(
+    leaf: &LeafNode,
+    layout: &NodeLayout,
+    entries: &[BufferEntry],
+) -> Result<LeafNode> {
+    let latest = entries.iter().enumerate().filter_map(|(i, entry)| {
+        if entries.get(i + 1).is_some_and(|next| next.key() == entry.key()) {
+            return None; // a newer entry of the same key follows
         }
-        self.finish_node(id, Node::Leaf(leaf))
-    }
+        let value = match entry.op() {
+            BufferOp::Put(value) => Some(value.as_slice()),
+            BufferOp::Delete => None,
+        };
+        Some((entry.key(), value))
+    });
+    leaf.merged(layout, latest)
 }

@@ -4,6 +4,7 @@
 //! number, `verify()`, checkpoints, and section 4.3's two-partition reclamation.
 
 mod checkpoint;
+mod checkpoint_files;
 mod core;
 mod empty;
 mod ops;
@@ -18,9 +19,10 @@ pub use self::core::{
     TreeCounters, buffer_file, node_file,
 };
 pub use checkpoint::{CHECKPOINT_FORMAT_VERSION, CheckpointShape, ROOT_LEVEL_MAX, TreeCheckpoint};
+pub use checkpoint_files::CheckpointFiles;
 pub use options::{
-    BUFFER_ENTRIES_MAX, LEVELS_PER_BUFFER_MAX, LaTreeOptions, PARTITION_BYTES_DEFAULT,
-    PARTITION_BYTES_MAX, PARTITION_BYTES_MIN,
+    BUFFER_ENTRIES_MAX, LEVELS_PER_BUFFER_MAX, LaTreeOptions, NODE_CACHE_EXTRA_BYTES_MAX,
+    PARTITION_BYTES_DEFAULT, PARTITION_BYTES_MAX, PARTITION_BYTES_MIN,
 };
 pub use reclaim::{
     EMPTY_ALL_PASSES_MAX, ERASE_BLOCK_BYTES, ERASE_BLOCK_NS, PartitionUsage, ReclaimCounters,

@@ -6,6 +6,8 @@
 //! up is newer than one below, any buffer entry newer than the leaf) or it is emptied and the
 //! lookup starts again from the root.
 
+use std::borrow::Cow;
+
 use lamina_core::Result;
 
 use super::core::LaTree;
@@ -37,7 +39,7 @@ impl LaTree {
         let root = self.root;
         // A leaf root, or any root of an unbuffered tree (the B+tree baseline): the entry
         // goes straight down to its leaf.
-        let buffer = match self.read(root)? {
+        let buffer = match *self.peek(root)? {
             Node::Inner(InnerNode { buffer: Some(buffer), .. }) => buffer,
             Node::Inner(_) if self.options.buffered => unreachable!("an inner root buffers"),
             Node::Inner(_) | Node::Leaf(_) => {
@@ -143,18 +145,18 @@ impl LaTree {
     /// Puts `pieces` of a child of `parent` in place, rebalances the child if it is left
     /// underfull and finishes `parent`.
     fn install(&mut self, parent: NodeId, pieces: Pieces) -> Result<Pieces> {
-        let mut inner = self.read_inner(parent)?;
+        let mut inner: Cow<'_, InnerNode> = Cow::Owned(self.read_inner(parent)?);
         let child = pieces.first;
         let split = !pieces.rest.is_empty();
         if split {
             let index = inner.children.iter().position(|&c| c == child).expect("a child");
             let (separators, ids): (Vec<_>, Vec<_>) = pieces.rest.into_iter().unzip();
-            inner.insert_split(index, &separators, &ids);
+            inner.to_mut().insert_split(index, &separators, &ids);
         }
         let rebalanced = self.fix_underfull(&mut inner, &[child])?;
         if !split && !rebalanced {
             return Ok(Pieces::single(parent)); // unchanged: no write
         }
-        self.finish_node(parent, Node::Inner(inner))
+        self.finish_node(parent, Node::Inner(inner.into_owned()))
     }
 }

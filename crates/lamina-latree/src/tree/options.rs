@@ -18,6 +18,9 @@ pub const PARTITION_BYTES_MIN: u64 = 1 << 10;
 /// Largest partition size accepted (1 TiB; with it a tree never reclaims in practice).
 pub const PARTITION_BYTES_MAX: u64 = 1 << 40;
 
+/// Largest `node_cache_extra_bytes` (1 TiB, lamina's largest block cache).
+pub const NODE_CACHE_EXTRA_BYTES_MAX: u64 = 1 << 40;
+
 /// How a [`super::LaTree`] is built.
 #[derive(Debug, Clone)]
 pub struct LaTreeOptions {
@@ -40,6 +43,11 @@ pub struct LaTreeOptions {
     pub memory_bytes: usize,
     /// The node cache's share of `memory_bytes` in percent (section 4.2: 25).
     pub node_cache_percent: u32,
+    /// Node cache bytes on top of that share (0: the paper's split alone). The engine under
+    /// `lamina::Db` gets lamina's block cache here (`Options::cache_bytes`, what the other
+    /// engines spend on their block or page caches; see the README's adaptations). At most
+    /// [`NODE_CACHE_EXTRA_BYTES_MAX`].
+    pub node_cache_extra_bytes: usize,
     /// The device the cost model of section 3 describes.
     pub device: DeviceProfile,
     /// Mean encoded bytes of a buffer entry, for the cost model's `b_w` and `R_b`.
@@ -76,6 +84,7 @@ impl LaTreeOptions {
             buffer_page_bytes,
             memory_bytes: 64 << 20,
             node_cache_percent: 25,
+            node_cache_extra_bytes: 0,
             device,
             mean_entry_bytes: 32,
             savings_rule: SavingsRule::Paper,
@@ -103,6 +112,11 @@ impl LaTreeOptions {
                 self.partition_bytes
             );
             return Err(Error::option("partition_bytes", reason));
+        }
+        if self.node_cache_extra_bytes as u64 > NODE_CACHE_EXTRA_BYTES_MAX {
+            let reason =
+                format!("{} is over {NODE_CACHE_EXTRA_BYTES_MAX}", self.node_cache_extra_bytes);
+            return Err(Error::option("node_cache_extra_bytes", reason));
         }
         Ok(())
     }

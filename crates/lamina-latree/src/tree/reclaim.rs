@@ -219,7 +219,13 @@ impl LaTree {
         if self.nodes.store().is_relocating() {
             return Err(refused("a reclamation failed earlier"));
         }
-        if matches!(self.partitions.retired, Retired::AwaitingCheckpoint | Retired::AwaitingCommit)
+        // Also while a checkpoint awaits its commit (the engine syncs it outside the tree
+        // lock): the partition it names must stay as it is until then.
+        if self.checkpoint_in_flight
+            || matches!(
+                self.partitions.retired,
+                Retired::AwaitingCheckpoint | Retired::AwaitingCommit
+            )
         {
             self.counters.reclaim.deferred += 1;
             return Ok(false);

@@ -60,10 +60,10 @@ impl LaTree {
         final_: &mut Final,
     ) -> Result<bool> {
         let in_range = |key: &[u8]| key >= start && end.is_none_or(|end| key < end);
-        match self.read(id)? {
+        match &*self.peek(id)? {
             Node::Leaf(leaf) => {
-                for entry in leaf.entries.iter().filter(|e| in_range(&e.key)) {
-                    resolved.entry(entry.key.clone()).or_insert((0, Some(entry.value.clone())));
+                for (key, value) in leaf.iter().filter(|(k, _)| in_range(k)) {
+                    resolved.entry(key.to_vec()).or_insert((0, Some(value.to_vec())));
                 }
                 // Every buffer above this leaf has been read: keys up to its last are final
                 // (buffers of later subtrees hold only larger keys).

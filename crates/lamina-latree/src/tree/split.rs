@@ -4,6 +4,8 @@
 //! way), a new root when the root splits and the root's removal when it is left with one
 //! child.
 
+use std::borrow::Cow;
+
 use lamina_core::Result;
 
 use super::core::{LaTree, merge_sorted};
@@ -88,7 +90,7 @@ impl LaTree {
     /// whether `inner` changed.
     pub(super) fn fix_underfull(
         &mut self,
-        inner: &mut InnerNode,
+        inner: &mut Cow<'_, InnerNode>,
         touched: &[NodeId],
     ) -> Result<bool> {
         let mut changed = false;
@@ -97,11 +99,11 @@ impl LaTree {
                 let Some(index) = inner.children.iter().position(|&c| c == child) else {
                     break; // merged into its left neighbour
                 };
-                if !self.read(child)?.is_underfull(&self.layout) {
+                if !self.peek(child)?.is_underfull(&self.layout) {
                     break;
                 }
                 let left = if index + 1 < inner.children.len() { index } else { index - 1 };
-                self.rebalance_children(inner, left)?;
+                self.rebalance_children(inner.to_mut(), left)?;
                 changed = true;
             }
         }
@@ -153,18 +155,19 @@ impl LaTree {
                 pieces = self.grow(pieces)?;
                 continue;
             }
-            let Node::Inner(root) = self.read(self.root)? else { return Ok(()) };
-            if root.children.len() > 1 {
-                return Ok(());
-            }
-            let entries = match root.buffer {
+            let (buffer, child, level) = match &*self.peek(self.root)? {
+                Node::Inner(root) if root.children.len() == 1 => {
+                    (root.buffer, root.children[0], root.level)
+                }
+                _ => return Ok(()),
+            };
+            let entries = match buffer {
                 Some(buffer) => self.take_buffer(buffer)?,
                 None => Vec::new(),
             };
-            let child = root.children[0];
             self.nodes.free(self.root)?;
             self.root = child;
-            self.root_level = root.level - 1;
+            self.root_level = level - 1;
             match self.read(child)? {
                 Node::Leaf(_) => pieces = self.descend(child, entries)?,
                 Node::Inner(_) if !self.options.buffered => {
@@ -190,7 +193,7 @@ impl LaTree {
 
     fn grow(&mut self, pieces: Pieces) -> Result<Pieces> {
         self.counters.grows += 1;
-        let old_level = self.read(pieces.first)?.level();
+        let old_level = self.peek(pieces.first)?.level();
         let level = old_level + 1;
         let mut children = vec![pieces.first];
         let mut separators = Vec::new();

@@ -43,7 +43,7 @@ impl LaTree {
     /// Checks every invariant (reads the whole tree and every buffer); the error names the
     /// node and the broken invariant.
     pub fn verify(&self) -> Result<TreeStats> {
-        let root_level = self.read(self.root)?.level();
+        let root_level = self.peek(self.root)?.level();
         if root_level != self.root_level {
             let reason = format!("root at level {root_level}, the tree says {}", self.root_level);
             return Err(broken(self.root, &reason));
@@ -87,7 +87,7 @@ impl LaTree {
         high: Option<&[u8]>,
         walk: &mut Walk,
     ) -> Result<()> {
-        let node = self.read(id)?;
+        let node = self.peek(id)?;
         let is_root = id == self.root;
         verify_node(&node, &self.layout, &NodeContext { low, high, is_root })
             .map_err(|reason| broken(id, &reason))?;
@@ -98,10 +98,10 @@ impl LaTree {
             ));
         }
         walk.stats.nodes += 1;
-        match node {
+        match &*node {
             Node::Leaf(leaf) => {
                 walk.stats.leaves += 1;
-                walk.stats.leaf_entries += leaf.entries.len() as u64;
+                walk.stats.leaf_entries += leaf.len() as u64;
                 walk.leaves.push((id, leaf.right_sibling));
             }
             Node::Inner(inner) => {
