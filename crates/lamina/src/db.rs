@@ -208,12 +208,11 @@ impl Engine {
     /// and latree `verify`; mem and trie check their files while opening).
     pub(crate) fn verify_structure(&self) -> Result<()> {
         match self {
-            Engine::Mem(_) | Engine::Trie(_) => Ok(()),
+            // fptree: recovery (Algorithm 9) walks and checks every leaf and record at open.
+            Engine::Mem(_) | Engine::Trie(_) | Engine::Fptree(_) => Ok(()),
             Engine::Fdtree(e) => e.verify(),
             Engine::Nbtree(e) => e.verify(),
             Engine::Latree(e) => e.verify().map(|_| ()),
-            // Recovery (Algorithm 9) walks and checks every leaf and record at open.
-            Engine::Fptree(_) => Ok(()),
         }
     }
 }

@@ -26,7 +26,7 @@ use super::batch_log::{
     BATCH_COMMITTED, BATCH_HEADER_BYTES, decode_batch, encode_batch, encoded_len,
 };
 use crate::fingerprint::fingerprint;
-use crate::inner::{InnerIndex, ReferenceInner};
+use crate::inner::{InnerIndex, OlcInner};
 use crate::layout::{BATCH_LOG_PPTR, FpTreeConfig};
 use crate::tree::FpTree;
 
@@ -90,7 +90,7 @@ impl Default for FpTreeEngineOptions {
 
 /// The `fptree` engine over a region `R` with inner nodes `I`.
 #[derive(Debug)]
-pub struct FpTreeEngine<R: SyncRegion + ?Sized = MmapRegion, I: InnerIndex = ReferenceInner> {
+pub struct FpTreeEngine<R: SyncRegion + ?Sized = MmapRegion, I: InnerIndex = OlcInner> {
     tree: FpTree<R, I>,
     gate: RwLock<()>,
     stripes: Vec<Mutex<()>>,
