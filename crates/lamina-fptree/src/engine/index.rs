@@ -30,6 +30,8 @@ use crate::inner::{InnerIndex, OlcInner};
 use crate::layout::{BATCH_LOG_PPTR, FpTreeConfig};
 use crate::tree::FpTree;
 
+/// The default region size (8 GiB, sparse): see `FpTreeEngineOptions::region_bytes`.
+pub const REGION_BYTES_DEFAULT: u64 = 8 << 30;
 /// Stripes of the per-key writer locks.
 const KEY_STRIPES: usize = 64;
 /// The persistent file id the engine formats its region with.
@@ -56,7 +58,8 @@ impl SyncRegion for SimulatedRegion {
 /// Options of the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FpTreeEngineOptions {
-    /// Size of the region file created for a new store (a sparse file).
+    /// Size of the region file created for a new store (a sparse file; default 8 GiB, which
+    /// holds at least 10 million records of an 8-byte key and a 128-byte value).
     pub region_bytes: u64,
     /// Leaf allocation (fixed at creation).
     pub config: FpTreeConfig,
@@ -77,7 +80,7 @@ pub struct FpTreeEngineOptions {
 impl Default for FpTreeEngineOptions {
     fn default() -> Self {
         FpTreeEngineOptions {
-            region_bytes: 1 << 30,
+            region_bytes: REGION_BYTES_DEFAULT,
             config: FpTreeConfig::default(),
             durability: Durability::Sync,
             latency_ns_per_line: 0,
