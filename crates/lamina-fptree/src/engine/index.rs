@@ -32,6 +32,8 @@ use crate::tree::FpTree;
 
 /// The default region size (8 GiB, sparse): see `FpTreeEngineOptions::region_bytes`.
 pub const REGION_BYTES_DEFAULT: u64 = 8 << 30;
+/// The first bytes of a formatted region (`lamina_storage::pmem`'s header magic).
+const REGION_MAGIC: [u8; 8] = *b"LAMPMEM\0";
 /// Stripes of the per-key writer locks.
 const KEY_STRIPES: usize = 64;
 /// The persistent file id the engine formats its region with.
@@ -113,6 +115,19 @@ impl<I: InnerIndex> FpTreeEngine<MmapRegion, I> {
             latency_ns_per_line: options.latency_ns_per_line,
             flush: None,
         };
+        if path.exists() && options.intent.must_exist() {
+            // A store existed: a region file cut to a size no region has is damage.
+            let len = std::fs::metadata(path)
+                .map_err(|e| Error::io(path.display().to_string(), e))?
+                .len();
+            if len == 0 || !len.is_multiple_of(64) {
+                return Err(Error::corruption(
+                    path,
+                    0,
+                    format!("the FPTree's region file is {len} bytes, not a region"),
+                ));
+            }
+        }
         let region = if path.exists() && options.private_image {
             MmapRegion::open_private(path, mmap)?
         } else if path.exists() {
@@ -144,6 +159,12 @@ impl<R: SyncRegion + ?Sized, I: InnerIndex> FpTreeEngine<R, I> {
                 ));
             }
             FpTree::create(region, ENGINE_FILE_ID, config)?
+        } else if intent.must_exist() && first[..8] != REGION_MAGIC {
+            return Err(Error::corruption(
+                region.path(),
+                0,
+                "the FPTree's region header is damaged (bad magic) but the store existed",
+            ));
         } else {
             FpTree::open(region, config)?
         };
