@@ -20,7 +20,7 @@
 //! - `--fill-engine N`: fills an `FpTreeEngine` with the options `lamina::Db` uses (default
 //!   region size, durability `None`) with N records of an 8-byte key and a 128-byte value.
 //!
-//! Every number is the median of `--runs` runs.
+//! Every number is the median of `--runs` runs. `--ops 0` skips the throughput part.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -335,6 +335,8 @@ fn main() {
         fill_engine(&a);
         return;
     }
-    throughput(&a);
+    if a.ops > 0 {
+        throughput(&a);
+    }
     recovery(&a);
 }
