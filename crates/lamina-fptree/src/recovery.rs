@@ -298,7 +298,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
         for w in walked {
             match kept.last() {
                 Some(prev) if w.bitmap == 0 => {
-                    self.delete_leaf(self.leaf(w.at), self.leaf(prev.at), true)?;
+                    self.delete_leaf(self.leaf(w.at), self.leaf(prev.at), true, || {})?;
                     report.empty_leaves_removed += 1;
                 }
                 _ => kept.push(w),

@@ -10,7 +10,7 @@ use lamina_core::limits::{check_key, check_scan_limit};
 use lamina_storage::pmem::{AllocatorStats, PmemAllocator, PmemRegion};
 
 use crate::fingerprint::fingerprint;
-use crate::inner::{InnerIndex, ReferenceInner, Visit};
+use crate::inner::{InnerIndex, OlcInner, Visit};
 use crate::layout::{CHUNK_BYTES, FpTreeConfig};
 use crate::leaf::bits;
 use crate::recovery::{self, RecoveryReport};
@@ -42,7 +42,7 @@ pub struct FpTreeStats {
 
 /// The Fingerprinting Persistent Tree over a persistent region `R`, with inner nodes `I`.
 #[derive(Debug)]
-pub struct FpTree<R: PmemRegion + ?Sized, I: InnerIndex = ReferenceInner> {
+pub struct FpTree<R: PmemRegion + ?Sized, I: InnerIndex = OlcInner> {
     pub(crate) store: Store<R>,
     pub(crate) inner: I,
     recovery: RecoveryReport,
@@ -169,6 +169,10 @@ impl<R: PmemRegion + ?Sized, I: InnerIndex> FpTree<R, I> {
             if out.len() >= limit {
                 return Ok(out);
             }
+            // Pinned while it follows next pointers: a leaf removed meanwhile is not freed
+            // (and its memory not reused) before this walk lets go of it
+            // (`delete_leaf::wait_for_optimistic_readers`).
+            let _pinned = crossbeam_epoch::pin();
             let (records, mut next, mut anchor, mut anchor_version) = self.inner.locate(
                 &resume,
                 |leaf_at, _| {
@@ -249,6 +253,20 @@ impl<R: PmemRegion + ?Sized, I: InnerIndex> FpTree<R, I> {
     /// Leaves on the persistent list (walked; not for use concurrently with writes).
     pub fn list_leaves(&self) -> Result<usize> {
         Ok(self.leaf_fills()?.len())
+    }
+
+    /// Each leaf on the persistent list, in list order: its offset and its keys (sorted;
+    /// walked; not for use concurrently with writes).
+    pub fn leaf_keys(&self) -> Result<Vec<(u64, Vec<Vec<u8>>)>> {
+        let mut out = Vec::new();
+        let mut next = Some(self.store.pptr(self.store.head));
+        while let Some(pptr) = next {
+            let leaf = self.store.leaf_at(pptr)?;
+            let (records, n) = self.store.leaf_records(leaf)?;
+            out.push((leaf.at, records.into_iter().map(|r| r.0).collect()));
+            next = (!n.is_null()).then_some(n);
+        }
+        Ok(out)
     }
 
     /// Records in each leaf on the persistent list, in list order (walked; not for use

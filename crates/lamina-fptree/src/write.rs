@@ -120,11 +120,11 @@ impl<R: PmemRegion + ?Sized, I: InnerIndex> FpTree<R, I> {
             return Ok(true);
         };
         // Lines 19-21: the inner nodes first (no new reader reaches the leaf), then the
-        // persistent unlink. The removed leaf stays locked: it is freed.
+        // persistent unlink, `prev` unlocked, and the leaf freed once no optimistic reader
+        // can hold it (`Store::delete_leaf`). The removed leaf stays locked until it is freed.
         self.inner.remove_leaf(key, locked.leaf);
-        let removed = store.delete_leaf(leaf, store.leaf(prev), false);
-        store.leaf(prev).unlock();
-        removed.map(|()| true)
+        store.delete_leaf(leaf, store.leaf(prev), false, || store.leaf(prev).unlock())?;
+        Ok(true)
     }
 
     /// The traversal of Algorithm 2 lines 2-9: locates the leaf for `key` and locks it.

@@ -1,5 +1,5 @@
 //! Several threads writing and reading through the optimistic leaf locks (inner nodes:
-//! `ReferenceInner`): no update is lost, readers never see a torn or foreign record, and
+//! `OlcInner`, the default): no update is lost, readers never see a torn or foreign record, and
 //! scans stay sorted, while leaves split and are removed under them.
 
 mod common;

@@ -27,6 +27,9 @@ pub enum EngineKind {
     LatreeBtree,
     /// `fptree`: the Fingerprinting Persistent Tree (leaves in persistent memory, here a
     /// memory-mapped region file; DRAM inner nodes rebuilt at open; Oukid et al., SIGMOD 2016).
+    /// Its region file is fixed at creation ([`crate::FPTREE_REGION_BYTES_DEFAULT`],
+    /// 8 GiB sparse): at least 10 million records of an 8-byte key and a 128-byte value,
+    /// about 35 million at most; past it writes fail with `NoSpace`.
     Fptree,
 }
 

@@ -36,7 +36,7 @@ pub use lamina_core::{
 pub use lamina_fdtree::FcMode;
 pub use lamina_storage::DeviceProfile;
 pub use meta::{META_FILE_NAME, Meta};
-pub use options::{MEMORY_LIMIT_BYTES_MIN, Options};
+pub use options::{FPTREE_REGION_BYTES_DEFAULT, MEMORY_LIMIT_BYTES_MIN, Options};
 pub use verify::VerifyReport;
 
 /// The README's example, compiled and run as a doctest so it stays true.

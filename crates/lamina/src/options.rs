@@ -13,6 +13,9 @@ use crate::EngineKind;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     /// The index design. An existing directory must have been created with the same one.
+    /// `fptree` stores its data in a region file of fixed size
+    /// ([`FPTREE_REGION_BYTES_DEFAULT`], 8 GiB sparse): at least 10 million records of an
+    /// 8-byte key and a 128-byte value; a full region refuses writes with `NoSpace`.
     pub engine: EngineKind,
     /// When acknowledged writes survive a crash.
     pub durability: Durability,
@@ -96,8 +99,14 @@ pub const CACHE_BYTES_MAX: u64 = 1 << 40;
 /// `lamina_latree::buffer::POOL_BYTES_MAX`, 4 GiB, and takes 75% of its memory).
 pub const LATREE_MEMORY_BYTES_MAX: u64 = 4 << 30;
 
-/// The `fptree` engine's region file size without a disk budget (1 GiB, created sparse).
-pub const FPTREE_REGION_BYTES_DEFAULT: u64 = 1 << 30;
+/// The `fptree` engine's region file size (8 GiB, created sparse: only what is written takes
+/// disk space; the allocator's bitmaps are 1/256 of it, 32 MiB, zero pages until used).
+/// Fixed when the store is created; the limit it puts on the data: about 35 million records of
+/// an 8-byte key and a 128-byte value (a 192-byte block each plus its share of half-full
+/// 896-byte leaves), fewer with larger records (each record takes its key, value and 16 bytes,
+/// rounded up to 64-byte chunks, plus about 37 bytes of leaf). A full region refuses writes
+/// with `NoSpace` and changes nothing.
+pub const FPTREE_REGION_BYTES_DEFAULT: u64 = 8 << 30;
 /// Smallest nonzero `memory_limit_bytes` (1 MiB).
 pub const MEMORY_LIMIT_BYTES_MIN: u64 = 1 << 20;
 
@@ -246,7 +255,8 @@ impl Options {
     }
 
     /// The `fptree` engine's options, opening with `intent`: a region file of
-    /// [`FPTREE_REGION_BYTES_DEFAULT`] (a sparse file, fixed at creation; the engine takes no
+    /// [`FPTREE_REGION_BYTES_DEFAULT`] (a sparse file, fixed at creation, holding at least 10
+    /// million records of an 8-byte key and a 128-byte value; the engine takes no
     /// disk budget, which lamina's contract lets a user raise between opens and which must
     /// admit overwrites at the limit); leaves are allocated one at a time (the paper's
     /// concurrent configuration).
@@ -278,6 +288,22 @@ impl Options {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_fptree_region_holds_ten_million_small_records() {
+        use lamina_storage::pmem::RegionLayout;
+        let layout = RegionLayout::compute(super::FPTREE_REGION_BYTES_DEFAULT, 64).unwrap();
+        let heap_bytes = layout.chunk_count * layout.chunk_bytes;
+        // A record of an 8-byte key and a 128-byte value: a blob of 16 + 8 + 128 bytes in
+        // whole 64-byte chunks; leaves of 896 bytes at their worst steady fill after splits
+        // (24 of 48 slots: ascending inserts leave every split leaf half full).
+        let record_bytes = (16u64 + 8 + 128).next_multiple_of(64);
+        let records = 10_000_000u64;
+        let needed = records * record_bytes + records.div_ceil(24) * 896;
+        assert!(needed * 2 < heap_bytes, "{needed} bytes needed, a heap of {heap_bytes}");
+        let metadata = layout.heap_offset as f64 / layout.region_bytes as f64;
+        assert!(metadata < 0.005, "allocator metadata {metadata}");
+    }
+
     use std::time::Duration;
 
     use super::*;

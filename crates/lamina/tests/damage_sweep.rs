@@ -4,6 +4,7 @@
 //! point reads). Each case must give the same data as the undamaged store or a `Corruption` /
 //! `Io` error naming the damaged file: never a panic and never different data.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use lamina::{Db, Durability, EngineKind, Error, Options, VerifyReport};
@@ -49,28 +50,66 @@ const DAMAGES: &[Damage] = &[
 fn copy_dir(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
-        let status = std::process::Command::new("cp")
-            .arg("--sparse=always")
-            .arg(entry.path())
-            .arg(to.join(entry.file_name()))
-            .status()
-            .unwrap();
-        assert!(status.success(), "cp {}", entry.path().display());
+        copy_sparse(&entry.path(), &to.join(entry.file_name()));
     }
 }
 
+/// Copies `from` to `to` keeping holes holes: the fptree region file is 8 GiB sparse, and a
+/// plain copy would write all of it.
+fn copy_sparse(from: &Path, to: &Path) {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    use std::os::fd::AsRawFd;
+    let mut src = File::open(from).unwrap();
+    let len = src.metadata().unwrap().len();
+    let mut dst = File::create(to).unwrap();
+    dst.set_len(len).unwrap();
+    let mut at = 0u64;
+    let mut buf = vec![0u8; 1 << 20];
+    while at < len {
+        let seek = |whence: i32, offset: u64| {
+            // SAFETY: lseek on an open descriptor owned by `src` has no memory effects; an
+            // offset past the end or in a trailing hole returns -1 (ENXIO), handled below.
+            unsafe { libc::lseek(src.as_raw_fd(), offset as libc::off_t, whence) }
+        };
+        let data = seek(libc::SEEK_DATA, at);
+        if data < 0 {
+            break;
+        }
+        let hole = seek(libc::SEEK_HOLE, data as u64).max(data) as u64;
+        let (mut pos, end) = (data as u64, hole.min(len));
+        src.seek(SeekFrom::Start(pos)).unwrap();
+        dst.seek(SeekFrom::Start(pos)).unwrap();
+        while pos < end {
+            let n = (end - pos).min(buf.len() as u64) as usize;
+            src.read_exact(&mut buf[..n]).unwrap();
+            dst.write_all(&buf[..n]).unwrap();
+            pos += n as u64;
+        }
+        at = end.max(at + 1);
+    }
+}
+
+/// Damages `path` in place (without reading it whole: region files are large and sparse).
 fn apply(path: &Path, damage: Damage) {
-    let mut bytes = std::fs::read(path).unwrap();
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let len = std::fs::metadata(path).unwrap().len();
     match damage {
         Damage::Flip { at_permille } => {
-            if bytes.is_empty() {
+            if len == 0 {
                 return;
             }
-            let at = (bytes.len() as u64 * at_permille / 1000) as usize;
-            bytes[at] ^= 0x5a;
-            std::fs::write(path, bytes).unwrap();
+            let at = len * at_permille / 1000;
+            let mut file = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
+            let mut byte = [0u8];
+            file.seek(SeekFrom::Start(at)).unwrap();
+            file.read_exact(&mut byte).unwrap();
+            byte[0] ^= 0x5a;
+            file.seek(SeekFrom::Start(at)).unwrap();
+            file.write_all(&byte).unwrap();
         }
-        Damage::CutInHalf => std::fs::write(path, &bytes[..bytes.len() / 2]).unwrap(),
+        Damage::CutInHalf => {
+            std::fs::OpenOptions::new().write(true).open(path).unwrap().set_len(len / 2).unwrap();
+        }
         Damage::Empty => std::fs::write(path, b"").unwrap(),
         Damage::Delete => std::fs::remove_file(path).unwrap(),
     }

@@ -26,12 +26,28 @@ fn written(engine: EngineKind) -> tempfile::TempDir {
     dir
 }
 
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+/// Each file's length and a hash of its bytes, read in pieces (the fptree region file is
+/// 8 GiB sparse: reading it whole would take 8 GiB of memory).
+fn snapshot(dir: &Path) -> BTreeMap<String, (u64, u64)> {
+    use std::hash::{Hash, Hasher};
+    use std::io::Read;
     std::fs::read_dir(dir)
         .unwrap()
         .map(|e| {
             let e = e.unwrap();
-            (e.file_name().into_string().unwrap(), std::fs::read(e.path()).unwrap())
+            let mut file = std::fs::File::open(e.path()).unwrap();
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            let mut buf = vec![0u8; 1 << 20];
+            let mut len = 0u64;
+            loop {
+                let n = file.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                buf[..n].hash(&mut hasher);
+                len += n as u64;
+            }
+            (e.file_name().into_string().unwrap(), (len, hasher.finish()))
         })
         .collect()
 }
@@ -46,7 +62,9 @@ fn every_engine_verifies_clean_and_unchanged() {
         assert_eq!(report.engine, engine);
         assert_eq!(report.entries, 1_800, "{engine}");
         assert_eq!(report.files, before.len(), "{engine}");
-        assert!(report.bytes_read > 0, "{engine}");
+        // fptree maps its region file (privately) instead of reading it through the storage
+        // layer, so the overlay counts no bytes read for it.
+        assert!(report.bytes_read > 0 || engine == EngineKind::Fptree, "{engine}");
         assert_eq!(snapshot(dir.path()), before, "{engine}: verify changed the store");
     }
 }
@@ -73,9 +91,10 @@ fn a_cut_data_file_is_reported_by_every_engine() {
     for &engine in EngineKind::ALL {
         let dir = written(engine);
         // The largest file holds the data (a level, a ring, a log segment, a node file).
-        let (name, bytes) =
-            snapshot(dir.path()).into_iter().max_by_key(|(_, bytes)| bytes.len()).unwrap();
-        std::fs::write(dir.path().join(&name), &bytes[..bytes.len() / 2]).unwrap();
+        let (name, (len, _)) =
+            snapshot(dir.path()).into_iter().max_by_key(|(_, (len, _))| *len).unwrap();
+        let file = std::fs::OpenOptions::new().write(true).open(dir.path().join(&name)).unwrap();
+        file.set_len(len / 2).unwrap();
         match Db::verify(dir.path(), options(engine)) {
             Err(Error::Corruption { .. } | Error::Io { .. }) => {}
             other => panic!("{engine}: {name} cut in half must be reported, got {other:?}"),

@@ -26,10 +26,14 @@ use super::batch_log::{
     BATCH_COMMITTED, BATCH_HEADER_BYTES, decode_batch, encode_batch, encoded_len,
 };
 use crate::fingerprint::fingerprint;
-use crate::inner::{InnerIndex, ReferenceInner};
+use crate::inner::{InnerIndex, OlcInner};
 use crate::layout::{BATCH_LOG_PPTR, FpTreeConfig};
 use crate::tree::FpTree;
 
+/// The default region size (8 GiB, sparse): see `FpTreeEngineOptions::region_bytes`.
+pub const REGION_BYTES_DEFAULT: u64 = 8 << 30;
+/// The first bytes of a formatted region (`lamina_storage::pmem`'s header magic).
+const REGION_MAGIC: [u8; 8] = *b"LAMPMEM\0";
 /// Stripes of the per-key writer locks.
 const KEY_STRIPES: usize = 64;
 /// The persistent file id the engine formats its region with.
@@ -56,7 +60,8 @@ impl SyncRegion for SimulatedRegion {
 /// Options of the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FpTreeEngineOptions {
-    /// Size of the region file created for a new store (a sparse file).
+    /// Size of the region file created for a new store (a sparse file; default 8 GiB, which
+    /// holds at least 10 million records of an 8-byte key and a 128-byte value).
     pub region_bytes: u64,
     /// Leaf allocation (fixed at creation).
     pub config: FpTreeConfig,
@@ -77,7 +82,7 @@ pub struct FpTreeEngineOptions {
 impl Default for FpTreeEngineOptions {
     fn default() -> Self {
         FpTreeEngineOptions {
-            region_bytes: 1 << 30,
+            region_bytes: REGION_BYTES_DEFAULT,
             config: FpTreeConfig::default(),
             durability: Durability::Sync,
             latency_ns_per_line: 0,
@@ -90,7 +95,7 @@ impl Default for FpTreeEngineOptions {
 
 /// The `fptree` engine over a region `R` with inner nodes `I`.
 #[derive(Debug)]
-pub struct FpTreeEngine<R: SyncRegion + ?Sized = MmapRegion, I: InnerIndex = ReferenceInner> {
+pub struct FpTreeEngine<R: SyncRegion + ?Sized = MmapRegion, I: InnerIndex = OlcInner> {
     tree: FpTree<R, I>,
     gate: RwLock<()>,
     stripes: Vec<Mutex<()>>,
@@ -111,6 +116,19 @@ impl<I: InnerIndex> FpTreeEngine<MmapRegion, I> {
             flush: None,
         };
         let damaged = |e| existing_store_damaged(e, path, options.intent);
+        if path.exists() && options.intent.must_exist() {
+            // A store existed: a region file cut to a size no region has is damage.
+            let len = std::fs::metadata(path)
+                .map_err(|e| Error::io(path.display().to_string(), e))?
+                .len();
+            if len == 0 || !len.is_multiple_of(64) {
+                return Err(Error::corruption(
+                    path,
+                    0,
+                    format!("the FPTree's region file is {len} bytes, not a region"),
+                ));
+            }
+        }
         let region = if path.exists() && options.private_image {
             MmapRegion::open_private(path, mmap).map_err(damaged)?
         } else if path.exists() {
@@ -153,6 +171,12 @@ impl<R: SyncRegion + ?Sized, I: InnerIndex> FpTreeEngine<R, I> {
                 ));
             }
             FpTree::create(region, ENGINE_FILE_ID, config)?
+        } else if intent.must_exist() && first[..8] != REGION_MAGIC {
+            return Err(Error::corruption(
+                region.path(),
+                0,
+                "the FPTree's region header is damaged (bad magic) but the store existed",
+            ));
         } else {
             FpTree::open(region, config)?
         };

@@ -9,4 +9,4 @@ mod batch_log;
 mod index;
 
 pub use batch_log::{BATCH_COMMITTED, decode_batch, encode_batch};
-pub use index::{FpTreeEngine, FpTreeEngineOptions, SyncRegion};
+pub use index::{FpTreeEngine, FpTreeEngineOptions, REGION_BYTES_DEFAULT, SyncRegion};

@@ -58,6 +58,9 @@ pub struct AllocatorStats {
     pub recovered_op: Option<LogOp>,
 }
 
+/// Bytes `format` checks (and zeroes if needed) at a time.
+const FORMAT_PIECE_BYTES: u64 = 1 << 20;
+
 /// A crash-consistent allocator over a [`PmemRegion`] (see the module doc).
 pub struct PmemAllocator<R: PmemRegion + ?Sized> {
     region: Arc<R>,
@@ -95,7 +98,21 @@ impl<R: PmemRegion + ?Sized> PmemAllocator<R> {
         region.persist(HEADER_OFFSET, HEADER_BYTES)?;
         region.fence();
         let meta_bytes = layout.heap_offset - LOG_OFFSET;
-        region.write(LOG_OFFSET, &vec![0u8; meta_bytes as usize])?;
+        // Zero the log and the bitmaps, writing only pieces that are not zero already: a new
+        // sparse file stays sparse (the bitmaps are 1/256 of the region), while a region being
+        // reformatted is wiped. The persist covers the whole range either way (dirty zeros of
+        // an earlier attempt reach the media; clean zero pages are zero there).
+        let mut piece = vec![0u8; FORMAT_PIECE_BYTES.min(meta_bytes) as usize];
+        let mut at = LOG_OFFSET;
+        while at < LOG_OFFSET + meta_bytes {
+            let len = (LOG_OFFSET + meta_bytes - at).min(piece.len() as u64) as usize;
+            region.read(at, &mut piece[..len])?;
+            if piece[..len].iter().any(|&b| b != 0) {
+                piece[..len].fill(0);
+                region.write(at, &piece[..len])?;
+            }
+            at += len as u64;
+        }
         region.persist(LOG_OFFSET, meta_bytes)?;
         region.fence();
         region.write_persist(HEADER_OFFSET, &header.encode())?;
