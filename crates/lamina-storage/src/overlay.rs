@@ -151,9 +151,7 @@ impl Storage for OverlayStorage {
         if !was_open && !on_disk {
             return Err(not_found(format!("removing {name}")));
         }
-        if on_disk || was_open {
-            self.hidden.lock().insert(name.to_owned());
-        }
+        self.hidden.lock().insert(name.to_owned());
         Ok(())
     }
 

@@ -7,25 +7,11 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use lamina::{Db, Durability, EngineKind, Error, Options, VerifyReport};
+use lamina::{Db, EngineKind, Error, VerifyReport};
 
-fn options(engine: EngineKind) -> Options {
-    Options { engine, durability: Durability::Sync, ..Options::default() }
-}
+mod support;
 
-/// 2,000 keys written (every 10th deleted), closed.
-fn written(engine: EngineKind) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), options(engine)).unwrap();
-    for i in 0..2_000u32 {
-        db.put(&i.to_be_bytes(), format!("value {i}").repeat(3).as_bytes()).unwrap();
-    }
-    for i in (0..2_000u32).step_by(10) {
-        assert!(db.delete(&i.to_be_bytes()).unwrap());
-    }
-    db.close().unwrap();
-    dir
-}
+use support::{options, written};
 
 #[derive(Debug, Clone, Copy)]
 enum Damage {

@@ -6,25 +6,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use lamina::{Db, Durability, EngineKind, Error, Options};
+use lamina::{Db, EngineKind, Error, Options};
 
-fn options(engine: EngineKind) -> Options {
-    Options { engine, durability: Durability::Sync, ..Options::default() }
-}
+mod support;
 
-/// 2,000 keys written (every 10th deleted), closed: 1,800 entries.
-fn written(engine: EngineKind) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), options(engine)).unwrap();
-    for i in 0..2_000u32 {
-        db.put(&i.to_be_bytes(), format!("value {i}").repeat(3).as_bytes()).unwrap();
-    }
-    for i in (0..2_000u32).step_by(10) {
-        assert!(db.delete(&i.to_be_bytes()).unwrap());
-    }
-    db.close().unwrap();
-    dir
-}
+use support::{options, written};
 
 /// Each file's length and a hash of its bytes, read in pieces (the fptree region file is
 /// 8 GiB sparse: reading it whole would take 8 GiB of memory).
