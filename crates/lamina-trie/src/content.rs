@@ -56,7 +56,8 @@ impl ContentBox {
         let key_len = u16::try_from(key.len()).expect("keys are at most 1024 bytes");
         let value_len = u32::try_from(value.len()).expect("values are at most 4096 bytes");
         let layout = layout(key.len(), value.len());
-        // Blocks of >= 1 KiB from the huge-page slab, in the class rounding the size up.
+        // Blocks from the huge-page slab, in the class rounding the size up (the C allocator
+        // only once the slab is at its limit).
         let from_slab =
             slab::class_of(layout.size()).and_then(|class| Some((pool::alloc(class)?, class)));
         let (raw, block_class) = match from_slab {
@@ -70,7 +71,7 @@ impl ContentBox {
         let raw = raw.cast::<Header>();
         let Some(ptr) = NonNull::new(raw) else { handle_alloc_error(layout) };
         // SAFETY: `ptr` is a fresh block of at least `layout.size()` bytes (a slab class
-        // rounds the size up) aligned to 8 (slab blocks to 64): the header
+        // rounds the size up) aligned to 8 (slab blocks to 16): the header
         // fits at its start and the key and value bytes right after, within the block;
         // the sources are caller slices, which cannot overlap a fresh block.
         unsafe {
@@ -241,7 +242,7 @@ mod tests {
         assert!(empty.as_content().value().is_empty());
         assert_eq!(empty.as_content().memory_bytes(), 1088);
         let small = ContentBox::new(b"k", b"v", 0);
-        assert_eq!(small.as_content().memory_bytes(), 16 + 2 + 16, "from malloc");
+        assert_eq!(small.as_content().memory_bytes(), 32, "a small slab class, 16-byte steps");
         assert_eq!(small.as_content().value(), b"v");
     }
 }

@@ -7,8 +7,8 @@
 //! - `arena`: inner nodes packed in big blocks, never freed one by one (section 2's memory
 //!   manager, where it pays).
 //! - `huge`: 2 MiB-aligned regions from the OS, advised as transparent huge pages.
-//! - `slab`: content blocks of >= 1 KiB in size classes, carved from 2 MiB huge-page chunks
-//!   (section 2's memory manager, in full for large values).
+//! - `slab`: content blocks in size classes, carved from 2 MiB huge-page chunks (section 2's
+//!   memory manager).
 //! - `pool`: the slab's per-thread free lists and spans (its fast path).
 //! - `node`: inner nodes, tagged slot pointers, epoch reclamation (section 2); `retired`:
 //!   the bytes of nodes awaiting it.

@@ -69,22 +69,24 @@ impl Cache {
     }
 
     /// A new block from this thread's span; when the span is too short, its rest becomes a
-    /// free block of the class it fills exactly (spans and classes are multiples of the
-    /// step) or slack, and the thread takes a new span.
+    /// free block of the class it fills exactly, or goes back to the slab (parked or slack),
+    /// and the thread takes a new span.
     fn carve(&mut self, bytes: usize) -> Option<Block> {
         loop {
             if let Some(block) = self.span.as_mut().and_then(|s| s.carve(bytes)) {
                 return Some(block);
             }
             if let Some(mut rest) = self.span.take() {
-                match slab::class_of(rest.len) {
+                // A rest that is exactly a class becomes a free block of it; any other (over
+                // 1 KiB and between large classes, or slack) goes back to the slab, which
+                // parks it for whoever carves next.
+                match slab::class_of(rest.len).filter(|&c| class_bytes(c) == rest.len) {
                     Some(class) => {
-                        assert_eq!(class_bytes(class), rest.len, "spans are whole steps");
                         let block = rest.carve(rest.len).expect("carves its whole length");
                         self.lists[class].push(block);
                         self.free_bytes += class_bytes(class);
                     }
-                    _ => slab::GLOBAL.give_span(rest),
+                    None => slab::GLOBAL.give_span(rest),
                 }
             }
             self.span = Some(slab::GLOBAL.take_span()?);
@@ -176,7 +178,7 @@ mod tests {
     use std::collections::HashSet;
 
     use super::*;
-    use crate::slab::{CLASS_STEP_BYTES, class_of};
+    use crate::slab::{CLASS_STEP_BYTES, SMALL_STEP_BYTES, class_of};
 
     /// A class no other test of this binary allocates (the slab is process-wide).
     fn private_class(n: usize) -> usize {
@@ -197,7 +199,7 @@ mod tests {
         std::thread::spawn(|| {
             let class = private_class(0);
             let a = alloc(class).unwrap();
-            assert_eq!(a.as_ptr() as usize % CLASS_STEP_BYTES, 0);
+            assert_eq!(a.as_ptr() as usize % SMALL_STEP_BYTES, 0);
             let b = alloc(class).unwrap();
             assert_ne!(a, b);
             // SAFETY: `a` came from `alloc` for `class` and is not used again.

@@ -1,28 +1,31 @@
 //! The shared half of the content-block allocator (the paper's section 2 userland memory
-//! manager, in full for blocks of at least 1 KiB): size classes, 2 MiB chunks advised as
-//! transparent huge pages, and the global overflow lists through which a block freed on one
-//! thread reaches another. The per-thread half (the fast path) is [`crate::pool`].
+//! manager): size classes, 2 MiB chunks advised as transparent huge pages, and the global
+//! overflow lists through which a block freed on one thread reaches another. The
+//! per-thread half (the fast path) is [`crate::pool`].
 //!
-//! Why: at 4 KiB values the trie's time goes to copying values (into the content node on a
-//! put, out of it on a get or scan). Spread over 4 KiB pages by `malloc`, every such copy
-//! also misses the TLB; packed in 2 MiB huge pages it does not. Backing glibc's whole heap
-//! with huge pages (`GLIBC_TUNABLES=glibc.malloc.hugetlb=1`) was measured to raise the
-//! trie's throughput at 4 KiB values by ~20% (`docs/results/trie.md`); this does it for the
-//! content blocks alone, without a process-wide setting.
+//! Why: a content node is the last hop of every lookup. Spread over 4 KiB pages by
+//! `malloc`, reaching it at scale costs a TLB miss (a page walk over gigabytes of page
+//! tables) besides the cache miss; packed in 2 MiB huge pages it costs the cache miss
+//! alone. Backing glibc's whole heap with huge pages (`GLIBC_TUNABLES=glibc.malloc.hugetlb=1`)
+//! was measured to raise the trie's lookups per CPU-second at 10M keys of 136 bytes by
+//! ~12%, and its throughput at 4 KiB values by ~20% (`docs/results/trie.md`); this does it
+//! for the content blocks alone, without a process-wide setting. At 4 KiB values the copies
+//! into and out of content nodes also stop missing the TLB.
 //!
 //! Differences from the paper, on purpose: it maps one huge chunk up front and keeps a free
 //! list "for each possible chunk length"; here chunks are mapped 2 MiB at a time as needed
-//! (bounded by [`SLAB_BYTES_MAX`]), and lengths are rounded up to classes of
-//! [`CLASS_STEP_BYTES`] (66 lists instead of one per byte length, at most 63 bytes lost per
-//! block). Blocks under 1 KiB stay with the C allocator, whose per-thread cache serves them
-//! as fast (measured, `docs/results/trie.md`).
+//! (bounded by [`SLAB_BYTES_MAX`]), and lengths are rounded up to classes: steps of
+//! [`SMALL_STEP_BYTES`] up to [`LARGE_BYTES_MIN`] (as `malloc`'s bins: at most 15 bytes lost
+//! per block, no per-block header), then steps of [`CLASS_STEP_BYTES`] (at most 63 bytes
+//! lost on a block of over 1 KiB).
 //!
 //! # Invariants
 //!
-//! 1. A size class `c` holds blocks of exactly [`class_bytes`]`(c)` bytes: a multiple of
-//!    [`CLASS_STEP_BYTES`] from [`BLOCK_BYTES_MIN`] to [`BLOCK_BYTES_MAX`]. Chunks are
-//!    [`CHUNK_BYTES`]-aligned and every block is carved at a multiple of the step from the
-//!    chunk start, so every block is 64-byte aligned and lies inside one chunk.
+//! 1. A size class `c` holds blocks of exactly [`class_bytes`]`(c)` bytes, from
+//!    [`BLOCK_BYTES_MIN`] to [`BLOCK_BYTES_MAX`], every one a multiple of
+//!    [`SMALL_STEP_BYTES`]. Chunks are [`CHUNK_BYTES`]-aligned and every block is carved at
+//!    a multiple of the small step from the chunk start, so every block is 16-byte aligned
+//!    and lies inside one chunk.
 //! 2. Every byte of every chunk is in exactly one place: a live block (owned by a content
 //!    node), a free block in a thread's cache or in this slab's overflow list of its class,
 //!    an uncarved span (a thread's, or parked here), or slack (a span tail shorter than
@@ -45,39 +48,61 @@ use lamina_core::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 
 use crate::huge;
 
-/// Blocks smaller than this come from the C allocator (its per-thread cache is as fast up
-/// to ~1 KiB, and small values gain nothing from huge pages).
-pub(crate) const BLOCK_BYTES_MIN: usize = 1024;
-/// Granularity of the size classes (one cache line: blocks stay line-aligned).
+/// The smallest block: a content node's 16-byte header alone (empty key and value).
+pub(crate) const BLOCK_BYTES_MIN: usize = 16;
+/// Granularity of the small classes, up to [`LARGE_BYTES_MIN`]: blocks stay 16-byte aligned
+/// (the header needs 8) and lose at most 15 bytes to rounding, like `malloc`'s bins.
+pub(crate) const SMALL_STEP_BYTES: usize = 16;
+/// The smallest large class; from here on classes grow by [`CLASS_STEP_BYTES`].
+pub(crate) const LARGE_BYTES_MIN: usize = 1024;
+/// Granularity of the large classes (one cache line: 66 lists cover 1 KiB to 5 KiB).
 pub(crate) const CLASS_STEP_BYTES: usize = 64;
 /// The largest content node: a 16-byte header, the longest key, the longest value.
 pub(crate) const BLOCK_BYTES_MAX: usize =
     (16 + KEY_BYTES_MAX + VALUE_BYTES_MAX).next_multiple_of(CLASS_STEP_BYTES);
+/// Number of small classes: 16, 32, ..., [`LARGE_BYTES_MIN`] (the last one is also where the
+/// large classes start).
+const SMALL_CLASSES: usize = (LARGE_BYTES_MIN - BLOCK_BYTES_MIN) / SMALL_STEP_BYTES;
 /// Number of size classes.
-pub(crate) const CLASSES: usize = (BLOCK_BYTES_MAX - BLOCK_BYTES_MIN) / CLASS_STEP_BYTES + 1;
+pub(crate) const CLASSES: usize =
+    SMALL_CLASSES + (BLOCK_BYTES_MAX - LARGE_BYTES_MIN) / CLASS_STEP_BYTES + 1;
 /// Size and alignment of a chunk: one huge page on x86-64 and aarch64 Linux.
 pub(crate) const CHUNK_BYTES: usize = huge::HUGE_PAGE_BYTES;
 /// Most bytes of chunks the process-wide slab maps (invariant 4). Memory it maps is kept
-/// for the process's life (invariant 3), so this also bounds what it can hold idle.
-pub(crate) const SLAB_BYTES_MAX: usize = 1 << 30;
+/// for the process's life (invariant 3), so this also bounds what it can hold idle. Past
+/// it, content nodes come from `malloc` (slower lookups at scale, nothing else changes).
+/// 32 GiB: about 200 million content nodes of an 8-byte key and a 128-byte value.
+pub(crate) const SLAB_BYTES_MAX: usize = 32 << 30;
 
-const _: () = assert!(BLOCK_BYTES_MIN.is_multiple_of(CLASS_STEP_BYTES));
+const _: () = assert!(LARGE_BYTES_MIN.is_multiple_of(CLASS_STEP_BYTES));
+const _: () = assert!(
+    (LARGE_BYTES_MIN - BLOCK_BYTES_MIN).is_multiple_of(SMALL_STEP_BYTES)
+        && CLASS_STEP_BYTES.is_multiple_of(SMALL_STEP_BYTES)
+);
 const _: () =
     assert!(CHUNK_BYTES.is_multiple_of(CLASS_STEP_BYTES) && BLOCK_BYTES_MAX < CHUNK_BYTES);
 
 /// The class of a block of `size` bytes (rounded up to the next class), if the slab serves
 /// that size.
 pub(crate) const fn class_of(size: usize) -> Option<usize> {
-    if size < BLOCK_BYTES_MIN || size > BLOCK_BYTES_MAX {
+    if size > BLOCK_BYTES_MAX {
         return None;
     }
-    Some((size - BLOCK_BYTES_MIN).div_ceil(CLASS_STEP_BYTES))
+    if size <= LARGE_BYTES_MIN {
+        let size = if size < BLOCK_BYTES_MIN { BLOCK_BYTES_MIN } else { size };
+        return Some((size - BLOCK_BYTES_MIN).div_ceil(SMALL_STEP_BYTES));
+    }
+    Some(SMALL_CLASSES + (size - LARGE_BYTES_MIN).div_ceil(CLASS_STEP_BYTES))
 }
 
 /// Bytes of a block of class `class`.
 pub(crate) const fn class_bytes(class: usize) -> usize {
     assert!(class < CLASSES);
-    BLOCK_BYTES_MIN + class * CLASS_STEP_BYTES
+    if class <= SMALL_CLASSES {
+        BLOCK_BYTES_MIN + class * SMALL_STEP_BYTES
+    } else {
+        LARGE_BYTES_MIN + (class - SMALL_CLASSES) * CLASS_STEP_BYTES
+    }
 }
 
 /// A free block (raw memory owned by whoever holds the value).
@@ -87,7 +112,7 @@ pub(crate) struct Block(pub(crate) NonNull<u8>);
 // SAFETY: a free block is raw memory with no thread affinity; its holder owns it alone.
 unsafe impl Send for Block {}
 
-/// An uncarved run of chunk memory, `len` bytes from `start` (a multiple of the class step).
+/// An uncarved run of chunk memory, `len` bytes from `start` (a multiple of the small step).
 #[derive(Debug)]
 pub(crate) struct Span {
     pub(crate) start: NonNull<u8>,
@@ -100,7 +125,7 @@ unsafe impl Send for Span {}
 impl Span {
     /// Cuts `bytes` (a class size) off the front, if the span holds that many.
     pub(crate) fn carve(&mut self, bytes: usize) -> Option<Block> {
-        debug_assert!(bytes.is_multiple_of(CLASS_STEP_BYTES));
+        debug_assert!(bytes.is_multiple_of(SMALL_STEP_BYTES));
         if self.len < bytes {
             return None;
         }
@@ -253,18 +278,28 @@ mod tests {
 
     #[test]
     fn classes_round_up_to_the_step_and_cover_every_content_node() {
-        assert_eq!(class_of(BLOCK_BYTES_MIN - 1), None);
-        assert_eq!(class_of(1024), Some(0));
-        assert_eq!(class_of(1025), Some(1));
-        assert_eq!(class_bytes(1), 1088);
+        assert_eq!(class_of(0), Some(0), "smaller than a header rounds up to the first class");
+        assert_eq!(class_bytes(0), BLOCK_BYTES_MIN);
+        assert_eq!(class_of(17), Some(1));
+        assert_eq!(class_bytes(1), 32);
+        // An 8-byte key and a 128-byte value under the header: 152 bytes, class of 160.
+        assert_eq!(class_bytes(class_of(16 + 8 + 128).unwrap()), 160);
+        assert_eq!(class_bytes(class_of(1024).unwrap()), 1024);
+        assert_eq!(class_bytes(class_of(1025).unwrap()), 1088);
         // A 4 KiB value under an 8-byte key: one class, 1% rounding.
         let node = 16 + 8 + 4096;
         assert_eq!(class_bytes(class_of(node).unwrap()), 4160);
         assert_eq!(class_of(BLOCK_BYTES_MAX), Some(CLASSES - 1));
         assert_eq!(class_of(BLOCK_BYTES_MAX + 1), None);
+        let mut class_before = 0;
         for size in BLOCK_BYTES_MIN..=BLOCK_BYTES_MAX {
-            let bytes = class_bytes(class_of(size).unwrap());
-            assert!(bytes >= size && bytes < size + CLASS_STEP_BYTES, "{size} -> {bytes}");
+            let class = class_of(size).unwrap();
+            let bytes = class_bytes(class);
+            let step = if size <= LARGE_BYTES_MIN { SMALL_STEP_BYTES } else { CLASS_STEP_BYTES };
+            assert!(bytes >= size && bytes < size + step, "{size} -> {bytes}");
+            assert!(bytes.is_multiple_of(SMALL_STEP_BYTES), "{size} -> {bytes}");
+            assert!(class == class_before || class == class_before + 1, "classes are dense");
+            class_before = class;
         }
     }
 
@@ -282,21 +317,22 @@ mod tests {
         let first = a.carve(4160).unwrap();
         let second = a.carve(1024).unwrap();
         assert_eq!(second.0.as_ptr() as usize - first.0.as_ptr() as usize, 4160);
-        assert_eq!(second.0.as_ptr() as usize % CLASS_STEP_BYTES, 0);
+        assert_eq!(second.0.as_ptr() as usize % SMALL_STEP_BYTES, 0);
         // Nothing registered yet: the shared counter is all there is.
         assert_eq!(slab.idle_bytes(), 0);
         slab.give_span(a);
         slab.give_span(b);
         assert_eq!(slab.idle_bytes(), 2 * CHUNK_BYTES - 4160 - 1024);
         slab.give_blocks(class_of(4160).unwrap(), [first]);
-        slab.give_blocks(0, [second]);
+        let class_1k = class_of(1024).unwrap();
+        slab.give_blocks(class_1k, [second]);
         assert_eq!(slab.idle_bytes(), 2 * CHUNK_BYTES);
         // Parked spans come back before a new chunk would be mapped.
         let span = slab.take_span().unwrap();
         assert!(span.len == CHUNK_BYTES || span.len == CHUNK_BYTES - 5184);
         let mut out = Vec::new();
-        assert_eq!(slab.take_blocks(0, &mut out, 8), 1);
-        assert_eq!(slab.take_blocks(0, &mut out, 8), 0);
+        assert_eq!(slab.take_blocks(class_1k, &mut out, 8), 1);
+        assert_eq!(slab.take_blocks(class_1k, &mut out, 8), 0);
         let counter = slab.register_thread();
         counter.store(100, Ordering::Relaxed);
         assert_eq!(slab.idle_bytes(), 2 * CHUNK_BYTES - span.len - 1024 + 100);
