@@ -174,11 +174,7 @@ impl Storage for FileStorage {
             self.accounting.on_existing(len)
         };
         names.ids.insert(name.to_owned(), id);
-        let direct = if self.direct_io {
-            open_direct(&path)
-        } else {
-            None
-        };
+        let direct = if self.direct_io { open_direct(&path) } else { None };
         let file = Arc::new(DiskFile {
             name: name.to_owned(),
             path,
