@@ -15,6 +15,8 @@
 //! - [`persist`]: the manifest, commits and recovery.
 //! - [`engine`]: [`FdTree`], the `OrderedIndex`.
 
+#![forbid(unsafe_code)]
+
 pub mod engine;
 pub mod fc;
 mod flush;

@@ -13,6 +13,8 @@
 //! [`LaTreeEngine`] behind `lamina_core::OrderedIndex`, one tree lock, the group-commit log,
 //! checkpoints through the superblock, recovery).
 
+#![forbid(unsafe_code)]
+
 pub mod adapt;
 pub mod buffer;
 pub mod cost;

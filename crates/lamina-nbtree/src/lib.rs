@@ -13,6 +13,8 @@
 //! - [`manifest`], [`persist`]: the committed state and recovery.
 //! - [`engine`]: [`NbTree`], the `OrderedIndex`.
 
+#![forbid(unsafe_code)]
+
 pub mod dtree;
 pub mod engine;
 pub mod entry;
