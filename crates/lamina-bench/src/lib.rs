@@ -1,6 +1,6 @@
 //! lamina's benchmark library: the papers' workloads, open- and closed-loop runners,
 //! latency distributions, reports and plots. `lamina bench` (crate `lamina-cli`) is its
-//! command-line front end; DESIGN.md "Benchmarking methodology" is the specification.
+//! command-line front end; docs/DESIGN.md "Benchmarking methodology" is the specification.
 //!
 //! - [`workload`]: deterministic generators (G_R, G_T, the SIGMOD 2011 contest mix, LA-tree
 //!   LTU, NB-tree inserts, YCSB A-F) and the record/replay trace format.

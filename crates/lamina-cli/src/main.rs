@@ -4,6 +4,8 @@
 //! panics with a backtrace. Exit codes: 0 success, 1 key not found (`get`, `delete`),
 //! 2 error.
 
+#![forbid(unsafe_code)]
+
 mod args;
 mod bench;
 mod data;

@@ -8,6 +8,8 @@
 //! - [`OpenIntent`]: whether a database must already exist when an engine opens it.
 //! - `testkit` (feature `testkit`): the conformance kit every engine must pass.
 
+#![forbid(unsafe_code)]
+
 mod batch;
 pub mod checksum;
 pub mod codec;

@@ -3,7 +3,7 @@
 //! store is left as it was.
 //!
 //! The numbers are those of the SIGMOD 2011 programming contest API (keys of 1 to 1024
-//! bytes, values of up to 4096 bytes), which DESIGN.md adopts for every engine.
+//! bytes, values of up to 4096 bytes), which docs/DESIGN.md adopts for every engine.
 
 use crate::error::{Error, InvalidArgument};
 

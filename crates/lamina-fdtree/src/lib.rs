@@ -1,5 +1,5 @@
 //! The FD+tree of Thonangi, Babu and Yang, "A Practical Concurrent Index for Solid-State
-//! Drives" (`shared/papers/fdtree-fdfc-concurrent-ssd-index.md`), with the FD+FC (default),
+//! Drives" (CIKM 2012; `docs/DESIGN.md`, "Papers"), with the FD+FC (default),
 //! FD+XM and FD+DS concurrency schemes. See the crate README for the map from paper sections
 //! to modules.
 //!
@@ -14,6 +14,8 @@
 //! - [`fc`]: FD+FC's wavefront merge and its recovery (section 4, Remark A.6).
 //! - [`persist`]: the manifest, commits and recovery.
 //! - [`engine`]: [`FdTree`], the `OrderedIndex`.
+
+#![forbid(unsafe_code)]
 
 pub mod engine;
 pub mod fc;

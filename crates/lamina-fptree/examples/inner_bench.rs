@@ -31,6 +31,8 @@ fn cpu_seconds() -> f64 {
         assert_eq!(libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()), 0);
         usage.assume_init()
     };
+    // `tv_usec` is an i64 on Linux and an i32 on macOS: one `as` fits both.
+    #[allow(clippy::cast_lossless)]
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }

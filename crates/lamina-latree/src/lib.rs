@@ -1,5 +1,5 @@
 //! `latree`: the Lazy-Adaptive Tree of Agrawal, Ganesan, Sitaraman, Diao and Singh (VLDB
-//! 2009, `../shared/papers/latree-lazy-adaptive-tree.md`): a B+tree whose nodes at every K-th
+//! 2009; `docs/DESIGN.md`, "Papers"): a B+tree whose nodes at every K-th
 //! level carry a flash-resident buffer of pending updates, each emptied when the ADAPT online
 //! algorithm (section 2.2) says the lookups it slows have paid for an emptying.
 //!
@@ -12,6 +12,8 @@
 //! checkpoints), its unbuffered baseline (`buffered = false`), and the engine (`engine`:
 //! [`LaTreeEngine`] behind `lamina_core::OrderedIndex`, one tree lock, the group-commit log,
 //! checkpoints through the superblock, recovery).
+
+#![forbid(unsafe_code)]
 
 pub mod adapt;
 pub mod buffer;

@@ -12,6 +12,8 @@
 //! counting allocator in `tests/memory_bytes.rs`); an optional memory limit refuses writes
 //! past it with `Error::NoSpace`.
 
+#![forbid(unsafe_code)]
+
 mod engine;
 mod memory;
 mod options;

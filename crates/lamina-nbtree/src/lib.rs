@@ -1,5 +1,5 @@
 //! The Nested B-tree (NB-tree) of Zeighami and Wong, "Bridging the Gap Between Theory and
-//! Practice on Insertion-Intensive Database" (`shared/papers/nbtree-nested-btrees.md`), final
+//! Practice on Insertion-Intensive Database" (`docs/DESIGN.md`, "Papers"), final
 //! version of section 5: an s-tree of s-nodes, each owning a d-tree written sequentially,
 //! a Bloom filter per d-tree, single recursive flush, lazy removal and deamortized
 //! insertion. See the crate README for the map from paper sections to modules.
@@ -12,6 +12,8 @@
 //! - [`flush`]: HandleFullSNode as a resumable job (flush, SNodeSplit, lazy removal).
 //! - [`manifest`], [`persist`]: the committed state and recovery.
 //! - [`engine`]: [`NbTree`], the `OrderedIndex`.
+
+#![forbid(unsafe_code)]
 
 pub mod dtree;
 pub mod engine;

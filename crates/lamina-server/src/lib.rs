@@ -2,6 +2,8 @@
 //! engine, so existing memcached clients, load generators and the nutcracker proxy work
 //! unchanged. See `docs/server.md` for what is supported and how.
 
+#![forbid(unsafe_code)]
+
 pub mod config;
 pub mod conn;
 pub mod exec;

@@ -29,7 +29,9 @@ pub enum ServerError {
     /// The listening socket or a thread could not be set up.
     #[error("{context}: {source}")]
     Io {
+        /// What the server was doing (binding an address, starting a thread, ...).
         context: String,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },

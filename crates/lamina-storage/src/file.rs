@@ -14,11 +14,17 @@
 //! durable with the next `sync_data`, like any other). If the filesystem does not support it
 //! (`EOPNOTSUPP`), the range is overwritten with zeros instead: it reads back the same but
 //! frees nothing, and [`StorageFile::allocated_bytes`] shows it.
+//!
+//! Platforms: `O_DIRECT`, `fallocate` and `sync_file_range` are Linux's. Elsewhere (other
+//! Unix systems) `direct_io` is accepted and ignored (buffered I/O, as on a filesystem that
+//! refuses `O_DIRECT`), `punch_hole` always takes the zero-filling fallback, and
+//! `start_writeback` does nothing (it is a hint).
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
+#[cfg(target_os = "linux")]
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -47,6 +53,21 @@ pub struct FileOptions {
     pub read_maps: bool,
     /// Block size, device profile and emulation of the accounting.
     pub accounting: AccountingOptions,
+}
+
+/// A second descriptor of `path` with `O_DIRECT`, or `None` when the filesystem refuses it
+/// (`EINVAL`: tmpfs, some overlays), so the file falls back to buffered I/O.
+#[cfg(target_os = "linux")]
+fn open_direct(path: &Path) -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new().read(true).write(true).custom_flags(libc::O_DIRECT).open(path).ok()
+}
+
+/// No `O_DIRECT` outside Linux (macOS's `F_NOCACHE` is a different contract): buffered I/O.
+#[cfg(not(target_os = "linux"))]
+fn open_direct(path: &Path) -> Option<File> {
+    let _ = path;
+    None
 }
 
 impl Default for FileOptions {
@@ -153,12 +174,7 @@ impl Storage for FileStorage {
             self.accounting.on_existing(len)
         };
         names.ids.insert(name.to_owned(), id);
-        let direct = if self.direct_io {
-            // EINVAL here means the filesystem refuses O_DIRECT: fall back to buffered I/O.
-            OpenOptions::new().read(true).write(true).custom_flags(libc::O_DIRECT).open(&path).ok()
-        } else {
-            None
-        };
+        let direct = if self.direct_io { open_direct(&path) } else { None };
         let file = Arc::new(DiskFile {
             name: name.to_owned(),
             path,
@@ -288,6 +304,7 @@ impl DiskFile {
 
     /// `fallocate(PUNCH_HOLE | KEEP_SIZE)` on `start..end`; `Ok(false)` if the filesystem
     /// does not support it.
+    #[cfg(target_os = "linux")]
     fn fallocate_punch(&self, start: u64, end: u64) -> std::io::Result<bool> {
         let (Ok(off), Ok(len)) = (libc::off_t::try_from(start), libc::off_t::try_from(end - start))
         else {
@@ -305,6 +322,14 @@ impl DiskFile {
             Some(libc::EOPNOTSUPP) => Ok(false),
             _ => Err(err),
         }
+    }
+
+    /// Outside Linux there is no portable hole punch: always `Ok(false)` (zero-filling).
+    #[cfg(not(target_os = "linux"))]
+    #[allow(clippy::unused_self, clippy::unnecessary_wraps)] // the Linux version's signature
+    fn fallocate_punch(&self, start: u64, end: u64) -> std::io::Result<bool> {
+        let _ = (start, end);
+        Ok(false)
     }
 
     /// The fallback of `punch_hole`: zeros over `start..end`, in bounded chunks.
@@ -376,6 +401,7 @@ impl StorageFile for DiskFile {
         Ok(())
     }
 
+    #[cfg(target_os = "linux")]
     fn start_writeback(&self, offset: u64, len: u64) -> Result<()> {
         check_punch_range(&self.name, offset, len)?;
         let (Ok(off), Ok(n)) = (libc::off64_t::try_from(offset), libc::off64_t::try_from(len))

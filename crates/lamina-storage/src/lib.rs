@@ -19,6 +19,15 @@
 //! - [`pmem`]: the persistent-memory region (mmap and simulated crash image), persistent
 //!   pointers and the leak-free allocator of FPTree section 2.
 
+// The file backend's positional I/O and the overlay use `std::os::unix`; Linux is where
+// lamina is developed and tested, other Unix systems build with portable fallbacks
+// (`file`'s module docs). There is no Windows port.
+#[cfg(not(unix))]
+compile_error!(
+    "lamina supports Linux (and builds on other Unix systems such as macOS); it has no Windows \
+     port: the file backend uses std::os::unix positional I/O (see README.md, \"Platforms\")"
+);
+
 pub mod accounting;
 pub mod backend;
 pub mod block;

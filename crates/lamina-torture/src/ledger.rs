@@ -14,13 +14,29 @@ pub type Outcome = Option<u64>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
     /// `put(key, value(key, version))`.
-    Put { key: Vec<u8>, version: u64 },
+    Put {
+        /// The key written.
+        key: Vec<u8>,
+        /// The version whose value was written (`value(key, version)`).
+        version: u64,
+    },
     /// `delete(key)`.
-    Delete { key: Vec<u8> },
+    Delete {
+        /// The key deleted.
+        key: Vec<u8>,
+    },
     /// `compare_and_swap(key, <the value just read>, value(key, version))`.
-    Cas { key: Vec<u8>, version: u64 },
+    Cas {
+        /// The key swapped.
+        key: Vec<u8>,
+        /// The version whose value was swapped in.
+        version: u64,
+    },
     /// `write_batch` of these keys' outcomes, all or nothing.
-    Batch { writes: Vec<(Vec<u8>, Outcome)> },
+    Batch {
+        /// Each key of the batch and what it becomes.
+        writes: Vec<(Vec<u8>, Outcome)>,
+    },
 }
 
 impl Op {
@@ -83,9 +99,17 @@ impl Op {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Line {
     /// Thread `thread` is about to issue `op`.
-    Begin { thread: u64, op: Op },
+    Begin {
+        /// The writing thread's number.
+        thread: u64,
+        /// The operation it is about to issue.
+        op: Op,
+    },
     /// Thread `thread`'s last begun operation was acknowledged.
-    Ack { thread: u64 },
+    Ack {
+        /// The writing thread's number.
+        thread: u64,
+    },
 }
 
 impl Line {

@@ -11,6 +11,8 @@
 //! `scripts/torture ENGINE CYCLES`) runs the long version; `tests/every_engine.rs` a short
 //! one for every engine in CI.
 
+#![forbid(unsafe_code)]
+
 pub mod child;
 pub mod ledger;
 pub mod parent;

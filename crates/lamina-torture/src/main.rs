@@ -2,6 +2,8 @@
 //! [--seed S] [--kill-ms MIN-MAX]` runs the parent; `lamina-torture child ...` is the child
 //! it starts (`lib.rs`).
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

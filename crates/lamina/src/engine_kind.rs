@@ -145,7 +145,8 @@ impl EngineKind {
 }
 
 impl Default for EngineKind {
-    /// The default engine: the FD+tree (DESIGN.md), with its default concurrency scheme.
+    /// The default engine: the FD+tree (docs/DESIGN.md, "Papers"), with its default concurrency
+    /// scheme.
     fn default() -> Self {
         EngineKind::Fdtree(FcMode::default())
     }

@@ -18,6 +18,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod db;
 mod engine_kind;
 mod iter;

@@ -32,7 +32,7 @@
 //!   keys; 20,000 measured requests per engine by default (after 2,000 warm-up), so that
 //!   the slowest durable engines (LMDB, one synced writer at a time) finish in seconds to
 //!   a minute: few requests per client thread, so tails rest on few samples.
-//! - `scale`: lamina's own target experiment (DESIGN.md "Targets", issue 22): into one
+//! - `scale`: lamina's own target experiment (docs/DESIGN.md "Targets", issue 22): into one
 //!   empty store per engine, `--ops` N uniform random inserts (1,000,000 by default) of
 //!   8-byte keys with 128-byte values from one thread, then min(N, 1,000,000) lookups of
 //!   inserted keys, then min(N, 200,000) inserts of new keys from 2 threads (closed loop),

@@ -19,11 +19,19 @@ pub fn dir_size_bytes(path: &Path) -> u64 {
     total
 }
 
+/// A `/proc/self/status` field in bytes; `None` outside Linux (no `/proc`) or if absent.
+#[cfg(target_os = "linux")]
 fn status_field_bytes(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with(field))?;
     let kib: u64 = line[field.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
     Some(kib * 1024)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn status_field_bytes(field: &str) -> Option<u64> {
+    let _ = field;
+    None
 }
 
 /// Current resident set size (`VmRSS`), if the platform reports it.
@@ -40,7 +48,7 @@ pub fn rss_peak_bytes() -> Option<u64> {
 /// engine's peak is its own; returns whether it worked (if not, the bench relies on
 /// sampling `VmRSS`).
 pub fn reset_rss_peak() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+    cfg!(target_os = "linux") && std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 /// Hands memory the allocator holds but no longer uses back to the OS (glibc's

@@ -20,9 +20,25 @@ pub enum Step {
     /// `delete`.
     Delete(Vec<u8>),
     /// `compare_and_swap`; `expect_current` makes the expectation the oracle's value.
-    Cas { key: Vec<u8>, expect_current: bool, expected: Option<Vec<u8>>, new: Option<Vec<u8>> },
+    Cas {
+        /// The key.
+        key: Vec<u8>,
+        /// Use the oracle's current value as the expectation (a CAS that should succeed).
+        expect_current: bool,
+        /// The expected value (`None`: absent), unless `expect_current`.
+        expected: Option<Vec<u8>>,
+        /// The new value (`None`: delete).
+        new: Option<Vec<u8>>,
+    },
     /// `scan` with the given bounds and limit.
-    Scan { start: Bound<Vec<u8>>, end: Bound<Vec<u8>>, limit: usize },
+    Scan {
+        /// The lower bound.
+        start: Bound<Vec<u8>>,
+        /// The upper bound.
+        end: Bound<Vec<u8>>,
+        /// The most entries to read.
+        limit: usize,
+    },
     /// `write_batch` of puts (`Some`) and deletes (`None`).
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     /// Close and reopen (durable subjects only; otherwise a no-op).

@@ -19,55 +19,135 @@ pub type ExpTime = i64;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     /// `get <key>*` (`cas: false`) or `gets <key>*` (`cas: true`): at least one key.
-    Get { keys: Vec<Key>, cas: bool },
+    Get {
+        /// The keys, in request order.
+        keys: Vec<Key>,
+        /// Whether the reply carries each item's CAS token (`gets`).
+        cas: bool,
+    },
     /// `gat <exptime> <key>*` / `gats <exptime> <key>*`: get and touch.
-    GetAndTouch { exptime: ExpTime, keys: Vec<Key>, cas: bool },
+    GetAndTouch {
+        /// The items' new expiry.
+        exptime: ExpTime,
+        /// The keys, in request order.
+        keys: Vec<Key>,
+        /// Whether the reply carries each item's CAS token (`gats`).
+        cas: bool,
+    },
     /// `set|add|replace|append|prepend <key> <flags> <exptime> <bytes> [noreply]` and
     /// `cas <key> <flags> <exptime> <bytes> <cas unique> [noreply]` (mode `Set`, with
     /// `compare_cas`), each followed by its data block.
     Store {
+        /// Which store command (`cas` is `Set` with `compare_cas`).
         mode: StoreMode,
+        /// The item's key.
         key: Key,
+        /// The client's opaque 32-bit flags, returned with the item.
         client_flags: u32,
+        /// The item's expiry.
         exptime: ExpTime,
         /// The data block without its trailing `\r\n`.
         data: Vec<u8>,
         /// `cas`: store only if the item's CAS token equals this.
         compare_cas: Option<u64>,
+        /// `noreply`: send nothing back, not even an error.
         noreply: bool,
     },
     /// `delete <key> [0] [noreply]` (the legacy `0` time is accepted, any other is refused).
-    Delete { key: Key, noreply: bool },
+    Delete {
+        /// The item's key.
+        key: Key,
+        /// `noreply`: send nothing back.
+        noreply: bool,
+    },
     /// `incr|decr <key> <delta> [noreply]`; `delta` is a 64-bit unsigned decimal.
-    Arith { key: Key, direction: ArithDirection, delta: u64, noreply: bool },
+    Arith {
+        /// The item's key (its value must be a decimal number).
+        key: Key,
+        /// `incr` or `decr`.
+        direction: ArithDirection,
+        /// The amount to add or subtract.
+        delta: u64,
+        /// `noreply`: send nothing back.
+        noreply: bool,
+    },
     /// `touch <key> <exptime> [noreply]`.
-    Touch { key: Key, exptime: ExpTime, noreply: bool },
+    Touch {
+        /// The item's key.
+        key: Key,
+        /// The item's new expiry.
+        exptime: ExpTime,
+        /// `noreply`: send nothing back.
+        noreply: bool,
+    },
     /// `flush_all [delay] [noreply]`: invalidate every item now, or `delay_secs` from now
     /// (the same exptime rules: relative or absolute).
-    FlushAll { delay: ExpTime, noreply: bool },
+    FlushAll {
+        /// When the flush takes effect (0: now).
+        delay: ExpTime,
+        /// `noreply`: send nothing back.
+        noreply: bool,
+    },
     /// `stats [group]`: `None` is the general group; `Some("settings")`, `Some("lamina")`...
     /// (the executor answers groups it does not know with an error line).
-    Stats { group: Option<String> },
+    Stats {
+        /// The group asked for, if any.
+        group: Option<String>,
+    },
     /// `version` (memcached 1.6 ignores extra tokens).
     Version,
     /// `verbosity <level> [noreply]`.
-    Verbosity { level: u32, noreply: bool },
+    Verbosity {
+        /// The requested verbosity level (recorded by the server).
+        level: u32,
+        /// `noreply`: send nothing back.
+        noreply: bool,
+    },
     /// `quit`: close the connection after the replies before it.
     Quit,
     /// `mg <key> <flags>*`.
-    MetaGet { key: Key, flags: MetaFlags },
+    MetaGet {
+        /// The item's key (decoded if the `b` flag was given).
+        key: Key,
+        /// The request's meta flags.
+        flags: MetaFlags,
+    },
     /// `ms <key> <datalen> <flags>*` and its data block (without the `\r\n`).
-    MetaSet { key: Key, data: Vec<u8>, flags: MetaFlags },
+    MetaSet {
+        /// The item's key (decoded if the `b` flag was given).
+        key: Key,
+        /// The data block without its trailing `\r\n`.
+        data: Vec<u8>,
+        /// The request's meta flags.
+        flags: MetaFlags,
+    },
     /// `md <key> <flags>*`.
-    MetaDelete { key: Key, flags: MetaFlags },
+    MetaDelete {
+        /// The item's key (decoded if the `b` flag was given).
+        key: Key,
+        /// The request's meta flags.
+        flags: MetaFlags,
+    },
     /// `ma <key> <flags>*`.
-    MetaArith { key: Key, flags: MetaFlags },
+    MetaArith {
+        /// The item's key (decoded if the `b` flag was given).
+        key: Key,
+        /// The request's meta flags.
+        flags: MetaFlags,
+    },
     /// `mn`: replies `MN` (clients put it after quiet-mode requests to know they are done).
     MetaNoop,
     /// lamina's ordered extension (not memcached's): `lscan <limit> [<from> [<to>]]`: up to
     /// `limit` live items with `from <= key < to` in key order, answered like `get`
     /// (`VALUE` lines, then `END`). `limit` is 1 to [`crate::protocol::SCAN_LIMIT_MAX`].
-    Scan { limit: u32, from: Option<Key>, to: Option<Key> },
+    Scan {
+        /// The most items to return.
+        limit: u32,
+        /// The first key to consider (inclusive); `None`: from the start.
+        from: Option<Key>,
+        /// The end of the range (exclusive); `None`: to the end.
+        to: Option<Key>,
+    },
 }
 
 /// How a store command treats an existing or missing item.

@@ -28,14 +28,28 @@ pub enum Parsed {
     /// consumed.
     Incomplete,
     /// A request, which took the first `consumed` bytes (its line and data block).
-    Request { command: Command, consumed: usize },
+    Request {
+        /// The parsed request.
+        command: Command,
+        /// Bytes of the buffer it took.
+        consumed: usize,
+    },
     /// Input refused: send `reply` (a whole line with its `\r\n`: `ERROR\r\n`,
     /// `CLIENT_ERROR ...\r\n` or `SERVER_ERROR ...\r\n`), drop the first `consumed` bytes,
     /// then discard the next `swallow_bytes` bytes as they arrive (the data block of a
     /// refused store command, `\r\n` included), and close the connection if `close`.
     /// `reply` is empty for a refused request that asked for no reply (`noreply`), where
     /// memcached sends nothing either.
-    Refused { reply: String, consumed: usize, swallow_bytes: usize, close: bool },
+    Refused {
+        /// The error line to send (empty under `noreply`).
+        reply: String,
+        /// Bytes of the buffer to drop now.
+        consumed: usize,
+        /// Bytes still to arrive that belong to the refused request, to discard.
+        swallow_bytes: usize,
+        /// Whether to close the connection after the reply.
+        close: bool,
+    },
 }
 
 /// memcached's reply to a malformed command line.

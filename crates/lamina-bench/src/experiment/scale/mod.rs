@@ -1,5 +1,5 @@
 //! `--experiment scale`: N random inserts, lookups, two-thread inserts and a timed reopen,
-//! all on one store per engine (DESIGN.md "Targets", issue 22), reported with ratios to
+//! all on one store per engine (docs/DESIGN.md "Targets", issue 22), reported with ratios to
 //! the best peer.
 
 mod keys;

@@ -1,5 +1,5 @@
 //! `scale`'s per-engine table: the three phases' figures side by side with the reopen and
-//! the footprints, and every figure also as a ratio to the best peer in its column (DESIGN.md
+//! the footprints, and every figure also as a ratio to the best peer in its column (docs/DESIGN.md
 //! "Targets" are such ratios).
 
 use std::fmt::Write as _;
