@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lamina_core::{
-    CasOutcome, Entry, Error, KeyRange, OpenIntent, OrderedIndex, Result, Stats, WriteBatch,
+    CasOutcome, Entry, Error, IntoKeyRange, KeyRange, OpenIntent, OrderedIndex, Result, Stats,
+    WriteBatch,
 };
 use lamina_fdtree::FdTree;
 use lamina_fptree::FpTreeEngine;
@@ -127,9 +128,43 @@ impl Db {
         &self.dir
     }
 
-    /// An iterator over `range` in ascending key order, fetched in pages.
+    /// An iterator over `range` in ascending key order, fetched in pages; the same as
+    /// [`Db::range`] (which also takes `std` ranges).
     pub fn iter(&self, range: KeyRange) -> ScanIter<'_, Db> {
         ScanIter::new(self, range)
+    }
+
+    /// An iterator over the keys in `range`, ascending; `.rev()` for descending. `range` is
+    /// any `std` range of byte-string-like keys or a [`KeyRange`] (see [`IntoKeyRange`]):
+    ///
+    /// ```
+    /// # fn main() -> lamina::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = lamina::Db::open(dir.path(), lamina::Options::default())?;
+    /// for key in ["apple", "banana", "cherry", "date"] {
+    ///     db.put(key, "fruit")?;
+    /// }
+    /// fn keys(iter: impl Iterator<Item = lamina::Result<lamina::Entry>>) -> Vec<Vec<u8>> {
+    ///     iter.map(|entry| entry.unwrap().0).collect()
+    /// }
+    /// assert_eq!(keys(db.range("b".."d")), [b"banana".to_vec(), b"cherry".to_vec()]);
+    /// assert_eq!(keys(db.range(b"b"..=b"c")), [b"banana".to_vec()]);
+    /// assert_eq!(keys(db.range(..).rev())[0], b"date");
+    /// assert_eq!(keys(db.prefix("c").rev()), [b"cherry".to_vec()]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// Each item is a `Result`: a page fetch can fail (I/O error, closed handle), after
+    /// which the iterator ends.
+    pub fn range(&self, range: impl IntoKeyRange) -> ScanIter<'_, Db> {
+        ScanIter::new(self, range.into_key_range())
+    }
+
+    /// An iterator over the keys that start with `prefix`, ascending; `.rev()` for
+    /// descending. The empty prefix iterates over everything.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> ScanIter<'_, Db> {
+        ScanIter::new(self, KeyRange::prefix(prefix))
     }
 }
 
@@ -286,30 +321,38 @@ fn lock_dir(dir: &Path) -> Result<File> {
 }
 
 /// The API, also callable without importing the trait. See [`OrderedIndex`] for the exact
-/// semantics of each call.
+/// semantics of each call. Keys and values are anything `AsRef<[u8]>` (`&[u8]`, `b"..."`,
+/// `&str`, `Vec<u8>`, `String`).
 impl Db {
     /// The value stored under `key`.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        let key = key.as_ref();
         dispatch!(self, e => e.get(key))
     }
 
     /// Inserts or overwrites `key`.
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let (key, value) = (key.as_ref(), value.as_ref());
         dispatch!(self, e => e.put(key, value))
     }
 
     /// Removes `key`; returns whether it existed.
-    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        let key = key.as_ref();
         dispatch!(self, e => e.delete(key))
     }
 
-    /// Atomically replaces the value if it equals `expected` (`None`: absent).
+    /// Atomically replaces the value if it equals `expected` (`None`: absent); `new` of
+    /// `None` deletes the key. (`expected` and `new` are `Option<&[u8]>` rather than
+    /// generic so that a bare `None` needs no type annotation; `Some(b"..")` and
+    /// `Some(&vec)` coerce.)
     pub fn compare_and_swap(
         &self,
-        key: &[u8],
+        key: impl AsRef<[u8]>,
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<CasOutcome> {
+        let key = key.as_ref();
         dispatch!(self, e => e.compare_and_swap(key, expected, new))
     }
 
@@ -317,6 +360,12 @@ impl Db {
     pub fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
         lamina_core::limits::check_range(range)?;
         dispatch!(self, e => e.scan(range, limit))
+    }
+
+    /// Up to `limit` pairs in `range`, descending (the greatest keys first).
+    pub fn scan_rev(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
+        lamina_core::limits::check_range(range)?;
+        dispatch!(self, e => e.scan_rev(range, limit))
     }
 
     /// Applies `batch` atomically.
@@ -364,6 +413,10 @@ impl OrderedIndex for Db {
 
     fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
         Db::scan(self, range, limit)
+    }
+
+    fn scan_rev(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
+        Db::scan_rev(self, range, limit)
     }
 
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {

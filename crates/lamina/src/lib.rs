@@ -30,8 +30,9 @@ pub use engine_kind::EngineKind;
 pub use iter::ScanIter;
 pub use lamina_core::limits;
 pub use lamina_core::{
-    BatchOp, CasOutcome, DISK_BUDGET_OPTION, Durability, Entry, Error, InvalidArgument, IoStats,
-    KeyRange, MEMORY_LIMIT_OPTION, OpenIntent, OrderedIndex, Result, Stats, WriteBatch,
+    BatchOp, CasOutcome, DISK_BUDGET_OPTION, Durability, Entry, Error, IntoKeyRange,
+    InvalidArgument, IoStats, KeyRange, MEMORY_LIMIT_OPTION, OpenIntent, OrderedIndex, Result,
+    Stats, WriteBatch,
 };
 pub use lamina_fdtree::FcMode;
 pub use lamina_storage::DeviceProfile;
