@@ -256,8 +256,8 @@ impl Engine {
 /// The file backend over `dir`, with the accounting's device model from `options`.
 fn file_storage(dir: &Path, options: &Options) -> Result<Arc<dyn Storage>> {
     let accounting = AccountingOptions {
-        device: options.device,
-        emulate: options.emulate_device,
+        device: options.benchmark.device,
+        emulate: options.benchmark.emulate_device,
         ..AccountingOptions::default()
     };
     let file_options = FileOptions { accounting, ..FileOptions::default() };

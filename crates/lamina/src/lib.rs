@@ -20,6 +20,7 @@
 
 mod db;
 mod engine_kind;
+mod engine_settings;
 mod iter;
 mod meta;
 mod options;
@@ -27,6 +28,9 @@ mod verify;
 
 pub use db::{Db, FPTREE_FILE_NAME};
 pub use engine_kind::EngineKind;
+pub use engine_settings::{
+    BenchmarkOptions, EngineChoice, EngineSettings, FdtreeSettings, NbtreeSettings,
+};
 pub use iter::ScanIter;
 pub use lamina_core::limits;
 pub use lamina_core::{
