@@ -8,12 +8,18 @@ use lamina_core::{
     CasOutcome, Entry, Error, IntoKeyRange, KeyRange, OpenIntent, OrderedIndex, Result, Stats,
     WriteBatch,
 };
+#[cfg(feature = "fdtree")]
 use lamina_fdtree::FdTree;
+#[cfg(feature = "fptree")]
 use lamina_fptree::FpTreeEngine;
+#[cfg(feature = "latree")]
 use lamina_latree::LaTreeEngine;
+#[cfg(feature = "mem")]
 use lamina_mem::{MemEngine, MemOptions};
+#[cfg(feature = "nbtree")]
 use lamina_nbtree::NbTree;
 use lamina_storage::{AccountingOptions, FileOptions, FileStorage, Storage};
+#[cfg(feature = "trie")]
 use lamina_trie::{TrieEngine, TrieOptions};
 
 use crate::iter::ScanIter;
@@ -30,11 +36,17 @@ pub const LOCK_FILE_NAME: &str = "LOCK";
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)] // one per open database; boxing would add a pointer chase
 pub(crate) enum Engine {
+    #[cfg(feature = "mem")]
     Mem(MemEngine),
+    #[cfg(feature = "fdtree")]
     Fdtree(FdTree),
+    #[cfg(feature = "trie")]
     Trie(TrieEngine),
+    #[cfg(feature = "nbtree")]
     Nbtree(NbTree),
+    #[cfg(feature = "latree")]
     Latree(LaTreeEngine),
+    #[cfg(feature = "fptree")]
     Fptree(FpTreeEngine),
 }
 
@@ -42,11 +54,17 @@ pub(crate) enum Engine {
 macro_rules! dispatch {
     ($self:expr, $engine:ident => $body:expr) => {
         match &$self.engine {
+            #[cfg(feature = "mem")]
             Engine::Mem($engine) => $body,
+            #[cfg(feature = "fdtree")]
             Engine::Fdtree($engine) => $body,
+            #[cfg(feature = "trie")]
             Engine::Trie($engine) => $body,
+            #[cfg(feature = "nbtree")]
             Engine::Nbtree($engine) => $body,
+            #[cfg(feature = "latree")]
             Engine::Latree($engine) => $body,
+            #[cfg(feature = "fptree")]
             Engine::Fptree($engine) => $body,
         }
     };
@@ -170,6 +188,7 @@ impl Db {
 
 /// Opens the engine `options.engine` over `dir`'s files, or over `over` when given (the
 /// read-only overlay of [`Db::verify`]).
+#[allow(unused_variables)] // a build without some engines leaves some inputs unused
 pub(crate) fn open_engine(
     dir: &Path,
     options: &Options,
@@ -183,6 +202,7 @@ pub(crate) fn open_engine(
     };
     let nonzero = |bytes: u64| (bytes != 0).then_some(bytes);
     let engine = match options.engine {
+        #[cfg(feature = "mem")]
         EngineKind::Mem => {
             let mem = MemOptions {
                 durability: options.durability,
@@ -193,10 +213,12 @@ pub(crate) fn open_engine(
             };
             Engine::Mem(MemEngine::open(storage, &mem)?)
         }
+        #[cfg(feature = "fdtree")]
         EngineKind::Fdtree(mode) => {
             let fdtree = options.fdtree_options(mode);
             Engine::Fdtree(FdTree::open_with_intent(storage, &fdtree, intent)?)
         }
+        #[cfg(feature = "trie")]
         EngineKind::Trie => {
             let mut trie = TrieOptions::default().durability(options.durability).intent(intent);
             if let Some(budget) = nonzero(options.disk_budget_bytes) {
@@ -207,14 +229,17 @@ pub(crate) fn open_engine(
             }
             Engine::Trie(TrieEngine::open(storage, trie)?)
         }
+        #[cfg(feature = "nbtree")]
         EngineKind::Nbtree => {
             let nbtree = options.nbtree_options(intent);
             Engine::Nbtree(NbTree::open(storage, &nbtree)?)
         }
+        #[cfg(feature = "latree")]
         EngineKind::Latree | EngineKind::LatreeBtree => {
             let latree = options.latree_options(intent);
             Engine::Latree(LaTreeEngine::open(storage, &latree)?)
         }
+        #[cfg(feature = "fptree")]
         EngineKind::Fptree => {
             // The region is a mapped file, not a `Storage`: verification maps it privately
             // (copy on write), so recovery's writes never reach the file.
@@ -230,24 +255,39 @@ impl Engine {
     /// The engine behind the common API.
     pub(crate) fn index(&self) -> &dyn OrderedIndex {
         match self {
+            #[cfg(feature = "mem")]
             Engine::Mem(e) => e,
+            #[cfg(feature = "fdtree")]
             Engine::Fdtree(e) => e,
+            #[cfg(feature = "trie")]
             Engine::Trie(e) => e,
+            #[cfg(feature = "nbtree")]
             Engine::Nbtree(e) => e,
+            #[cfg(feature = "latree")]
             Engine::Latree(e) => e,
+            #[cfg(feature = "fptree")]
             Engine::Fptree(e) => e,
         }
     }
 
     /// Checks the engine's own structural invariants where it defines them (fdtree, nbtree
     /// and latree `verify`; mem, trie and fptree check everything while opening).
+    #[allow(clippy::unnecessary_wraps)] // infallible in builds with only mem, trie or fptree
     pub(crate) fn verify_structure(&self) -> Result<()> {
         match self {
             // Recovery checks every record at open: mem and trie their logs, fptree
             // (Algorithm 9) every leaf and record of its region.
-            Engine::Mem(_) | Engine::Trie(_) | Engine::Fptree(_) => Ok(()),
+            #[cfg(feature = "mem")]
+            Engine::Mem(_) => Ok(()),
+            #[cfg(feature = "trie")]
+            Engine::Trie(_) => Ok(()),
+            #[cfg(feature = "fptree")]
+            Engine::Fptree(_) => Ok(()),
+            #[cfg(feature = "fdtree")]
             Engine::Fdtree(e) => e.verify(),
+            #[cfg(feature = "nbtree")]
             Engine::Nbtree(e) => e.verify(),
+            #[cfg(feature = "latree")]
             Engine::Latree(e) => e.verify().map(|_| ()),
         }
     }

@@ -90,8 +90,8 @@ impl EngineSettings {
     pub(crate) fn fits(&self, kind: EngineKind) -> bool {
         match self {
             EngineSettings::Default => true,
-            EngineSettings::Fdtree(_) => matches!(kind, EngineKind::Fdtree(_)),
-            EngineSettings::Nbtree(_) => kind == EngineKind::Nbtree,
+            EngineSettings::Fdtree(_) => kind.format_name() == "fdtree",
+            EngineSettings::Nbtree(_) => kind.format_name() == "nbtree",
         }
     }
 }
@@ -107,6 +107,7 @@ pub struct EngineChoice {
     pub settings: EngineSettings,
 }
 
+#[cfg(feature = "fdtree")]
 impl EngineChoice {
     /// The FD+tree with concurrency scheme `mode` and `settings`.
     pub fn fdtree(mode: crate::FcMode, settings: FdtreeSettings) -> Self {
@@ -120,12 +121,14 @@ impl From<EngineKind> for EngineChoice {
     }
 }
 
+#[cfg(feature = "fdtree")]
 impl From<FdtreeSettings> for EngineChoice {
     fn from(settings: FdtreeSettings) -> Self {
         EngineChoice::fdtree(crate::FcMode::default(), settings)
     }
 }
 
+#[cfg(feature = "nbtree")]
 impl From<NbtreeSettings> for EngineChoice {
     fn from(settings: NbtreeSettings) -> Self {
         EngineChoice { kind: EngineKind::Nbtree, settings: EngineSettings::Nbtree(settings) }

@@ -38,6 +38,7 @@ pub use lamina_core::{
     InvalidArgument, IoStats, KeyRange, MEMORY_LIMIT_OPTION, OpenIntent, OrderedIndex, Result,
     Stats, WriteBatch,
 };
+#[cfg(feature = "fdtree")]
 pub use lamina_fdtree::FcMode;
 pub use lamina_storage::DeviceProfile;
 pub use meta::{META_FILE_NAME, Meta};

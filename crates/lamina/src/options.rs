@@ -1,13 +1,19 @@
 //! Options of [`crate::Db::open`], validated before anything is created.
 
 use crate::EngineKind;
+#[allow(unused_imports)] // some are used only by some engines' features
 use crate::engine_settings::{
     BenchmarkOptions, EngineChoice, EngineSettings, FdtreeSettings, NbtreeSettings,
 };
+#[allow(unused_imports)] // OpenIntent: not in every feature set
 use lamina_core::{Durability, Error, OpenIntent, Result};
+#[cfg(feature = "fdtree")]
 use lamina_fdtree::{FcMode, FdTreeOptions};
+#[cfg(feature = "fptree")]
 use lamina_fptree::FpTreeEngineOptions;
+#[cfg(feature = "latree")]
 use lamina_latree::LaTreeEngineOptions;
+#[cfg(feature = "nbtree")]
 use lamina_nbtree::NbTreeOptions;
 
 /// How to open a database: build it from [`Options::new`] (or `Options::default()`, the
@@ -91,6 +97,7 @@ pub const MEMORY_BUDGET_BYTES_MAX: u64 = 64 << 30;
 pub const CACHE_BYTES_MAX: u64 = 1 << 40;
 /// Most of `memory_budget_bytes` the LA-tree takes (its buffer pool is at most
 /// `lamina_latree::buffer::POOL_BYTES_MAX`, 4 GiB, and takes 75% of its memory).
+#[cfg_attr(not(feature = "latree"), allow(dead_code))]
 pub const LATREE_MEMORY_BYTES_MAX: u64 = 4 << 30;
 
 /// The `fptree` engine's region file size (8 GiB, created sparse: only what is written takes
@@ -164,6 +171,7 @@ impl Options {
     }
 
     /// The FD+tree settings in effect (the defaults unless `engine_settings` holds some).
+    #[cfg(feature = "fdtree")]
     fn fdtree_settings(&self) -> FdtreeSettings {
         match self.engine_settings {
             EngineSettings::Fdtree(settings) => settings,
@@ -172,6 +180,7 @@ impl Options {
     }
 
     /// The NB-tree settings in effect.
+    #[cfg(feature = "nbtree")]
     fn nbtree_settings(&self) -> NbtreeSettings {
         match self.engine_settings {
             EngineSettings::Nbtree(settings) => settings,
@@ -180,6 +189,7 @@ impl Options {
     }
 
     /// Checks every option; the error names the option and its range.
+    #[allow(irrefutable_let_patterns)] // in a build with the FD+tree as the only engine
     pub fn validate(&self) -> Result<()> {
         self.durability.validate()?;
         if !(MEMORY_BUDGET_BYTES_MIN..=MEMORY_BUDGET_BYTES_MAX).contains(&self.memory_budget_bytes)
@@ -198,14 +208,10 @@ impl Options {
                 format!("{} is over {CACHE_BYTES_MAX}", self.cache_bytes),
             ));
         }
-        let in_memory = matches!(self.engine, EngineKind::Mem | EngineKind::Trie);
+        let family = self.engine.format_name();
+        let in_memory = matches!(family, "mem" | "trie");
         for (name, value, what, supported) in [
-            (
-                "disk_budget_bytes",
-                self.disk_budget_bytes,
-                "a disk budget",
-                self.engine != EngineKind::Fptree,
-            ),
+            ("disk_budget_bytes", self.disk_budget_bytes, "a disk budget", family != "fptree"),
             ("memory_limit_bytes", self.memory_limit_bytes, "a memory limit", in_memory),
         ] {
             if value != 0 && !supported {
@@ -239,6 +245,7 @@ impl Options {
                 ),
             });
         }
+        #[cfg(feature = "nbtree")]
         if let Some(fanout) = self.nbtree_settings().fanout {
             let (min, max) =
                 (lamina_nbtree::options::FANOUT_MIN, lamina_nbtree::options::FANOUT_MAX);
@@ -249,6 +256,28 @@ impl Options {
                 ));
             }
         }
+        #[cfg(feature = "fdtree")]
+        self.validate_fdtree_settings()?;
+        #[cfg(feature = "fdtree")]
+        if let EngineKind::Fdtree(mode) = self.engine {
+            // The engine's own sizing rules (block capacity against gamma and key length), so
+            // a bad combination is refused before anything is created.
+            self.fdtree_options(mode).params()?;
+        }
+        #[cfg(feature = "nbtree")]
+        if self.engine == EngineKind::Nbtree {
+            self.nbtree_options(OpenIntent::CreateIfMissing).validate()?;
+        }
+        #[cfg(feature = "latree")]
+        if matches!(self.engine, EngineKind::Latree | EngineKind::LatreeBtree) {
+            self.latree_options(OpenIntent::CreateIfMissing).validate()?;
+        }
+        Ok(())
+    }
+
+    /// The FD+tree settings' own ranges.
+    #[cfg(feature = "fdtree")]
+    fn validate_fdtree_settings(&self) -> Result<()> {
         let fdtree = self.fdtree_settings();
         if let Some(key_bytes_max) = fdtree.key_bytes_max
             && !(1..=lamina_core::limits::KEY_BYTES_MAX).contains(&key_bytes_max)
@@ -267,21 +296,11 @@ impl Options {
                 ));
             }
         }
-        if let EngineKind::Fdtree(mode) = self.engine {
-            // The engine's own sizing rules (block capacity against gamma and key length), so
-            // a bad combination is refused before anything is created.
-            self.fdtree_options(mode).params()?;
-        }
-        if self.engine == EngineKind::Nbtree {
-            self.nbtree_options(OpenIntent::CreateIfMissing).validate()?;
-        }
-        if matches!(self.engine, EngineKind::Latree | EngineKind::LatreeBtree) {
-            self.latree_options(OpenIntent::CreateIfMissing).validate()?;
-        }
         Ok(())
     }
 
     /// The `fdtree` engine's options for concurrency scheme `mode`.
+    #[cfg(feature = "fdtree")]
     pub(crate) fn fdtree_options(&self, mode: FcMode) -> FdTreeOptions {
         let defaults = FdTreeOptions::default();
         FdTreeOptions {
@@ -300,6 +319,7 @@ impl Options {
     /// engine's defaults for `device` (lamina's full key and value limits, 16 KiB nodes),
     /// with the memory budget shared by its buffer pool and node cache and the block cache
     /// added to the node cache.
+    #[cfg(feature = "latree")]
     pub(crate) fn latree_options(&self, intent: OpenIntent) -> LaTreeEngineOptions {
         let mut latree = if self.engine == EngineKind::LatreeBtree {
             LaTreeEngineOptions::btree_for_device(self.benchmark.device)
@@ -324,6 +344,7 @@ impl Options {
     /// disk budget, which lamina's contract lets a user raise between opens and which must
     /// admit overwrites at the limit); leaves are allocated one at a time (the paper's
     /// concurrent configuration).
+    #[cfg(feature = "fptree")]
     pub(crate) fn fptree_options(&self, intent: OpenIntent) -> FpTreeEngineOptions {
         FpTreeEngineOptions {
             region_bytes: FPTREE_REGION_BYTES_DEFAULT,
@@ -336,6 +357,7 @@ impl Options {
     /// The `nbtree` engine's options, opening with `intent`. `sigma` is half the memory
     /// budget (the root d-tree is held twice: the active one and the frozen one being
     /// flushed), clamped into the engine's range.
+    #[cfg(feature = "nbtree")]
     pub(crate) fn nbtree_options(&self, intent: OpenIntent) -> NbTreeOptions {
         use lamina_nbtree::options::{SIGMA_BYTES_MAX, SIGMA_BYTES_MIN};
         let defaults = NbTreeOptions::default();
@@ -350,7 +372,15 @@ impl Options {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(
+    test,
+    feature = "mem",
+    feature = "fdtree",
+    feature = "trie",
+    feature = "nbtree",
+    feature = "latree",
+    feature = "fptree"
+))]
 mod tests {
     #[test]
     fn the_fptree_region_holds_ten_million_small_records() {
