@@ -33,9 +33,9 @@ impl CasOutcome {
 ///   is refused with [`crate::Error::InvalidArgument`] naming the limit, and nothing changes.
 /// - Single-key operations (`get`, `put`, `delete`, `compare_and_swap`) are linearizable:
 ///   each appears to take effect at one instant between its call and its return.
-/// - `scan` returns keys in ascending order. Every pair it returns was current at some
-///   instant during the scan, and a key present and unmodified throughout the scan is always
-///   returned. (A scan is not a snapshot: two keys may be seen at different instants.)
+/// - `scan` returns keys in ascending order, `scan_rev` in descending order. Every pair
+///   they return was current at some instant during the scan, and a key present and
+///   unmodified throughout the scan is always returned (if it is within the limit). (A scan is not a snapshot: two keys may be seen at different instants.)
 /// - `write_batch` is atomic: readers see all of it or none of it; after a crash, recovery
 ///   holds all of it or none of it.
 /// - Durability is chosen at open (see [`crate::Durability`]): under `Sync` a write returns
@@ -68,6 +68,18 @@ pub trait OrderedIndex: Send + Sync {
     /// most [`crate::limits::SCAN_LIMIT_MAX`]; callers page longer scans with
     /// [`KeyRange::resume_after`].
     fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>>;
+
+    /// Up to `limit` pairs with keys in `range`, in descending key order: the greatest keys
+    /// of the range first. Same limits and guarantee as [`OrderedIndex::scan`]; callers page
+    /// longer reverse scans with [`KeyRange::resume_before`].
+    ///
+    /// The default builds it from forward scans
+    /// ([`crate::reverse::scan_rev_by_forward_scans`]): correct for every engine, but a call
+    /// may read far more than `limit` entries (the whole range at worst). Engines that can
+    /// walk backwards cheaply override it.
+    fn scan_rev(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
+        crate::reverse::scan_rev_by_forward_scans(self, range, limit)
+    }
 
     /// Applies every operation of `batch` in order, atomically.
     fn write_batch(&self, batch: &WriteBatch) -> Result<()>;

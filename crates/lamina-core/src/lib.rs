@@ -19,6 +19,7 @@ mod index;
 pub mod limits;
 mod open;
 mod range;
+pub mod reverse;
 mod stats;
 
 #[cfg(feature = "testkit")]
@@ -29,5 +30,5 @@ pub use durability::Durability;
 pub use error::{Error, InvalidArgument, Result};
 pub use index::{CasOutcome, Entry, OrderedIndex};
 pub use open::{DISK_BUDGET_OPTION, MEMORY_LIMIT_OPTION, OpenIntent};
-pub use range::KeyRange;
+pub use range::{IntoKeyRange, KeyRange};
 pub use stats::{IoStats, Stats};

@@ -3,6 +3,7 @@
 /// I/O counts from `lamina-storage`'s accounting. Exact and deterministic for a given
 /// sequence of operations, so tests may assert on them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct IoStats {
     /// Read calls that continued the previous access of the same file.
@@ -74,8 +75,10 @@ impl IoStats {
     }
 }
 
-/// What an engine reports about itself.
+/// What an engine reports about itself. With the `serde` feature it implements `Serialize`
+/// (not `Deserialize`: its names are `&'static str` from the engine), `extra` as a map.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Stats {
     /// Engine name (`mem`, `fdtree`, ...).
@@ -89,6 +92,7 @@ pub struct Stats {
     /// I/O counts.
     pub io: IoStats,
     /// Engine-specific counters (merges run, levels, cache hits...), name then value.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "serialize_extra"))]
     pub extra: Vec<(&'static str, u64)>,
 }
 
@@ -104,5 +108,45 @@ impl Stats {
             return 0.0;
         }
         self.io.bytes_written as f64 / self.user_bytes_written as f64
+    }
+}
+
+/// `Stats::extra` as a JSON-friendly map of name to value, in the engine's order.
+#[cfg(feature = "serde")]
+fn serialize_extra<S: serde::Serializer>(
+    extra: &[(&'static str, u64)],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(extra.iter().map(|(name, value)| (*name, *value)))
+}
+
+#[cfg(all(test, feature = "serde"))]
+mod serde_tests {
+    use super::*;
+
+    #[test]
+    fn stats_serialize_every_field_and_io_stats_roundtrip() {
+        let io = IoStats { reads_random: 3, bytes_written: 4096, syncs: 2, ..IoStats::default() };
+        let stats = Stats {
+            keys: Some(7),
+            user_bytes_written: 99,
+            memory_bytes: 1 << 20,
+            io,
+            extra: vec![("merges", 5), ("levels", 2)],
+            ..Stats::new("fdtree")
+        };
+        let json = serde_json::to_value(&stats).unwrap();
+        assert_eq!(json["engine"], "fdtree");
+        assert_eq!(json["keys"], 7);
+        assert_eq!(json["user_bytes_written"], 99);
+        assert_eq!(json["memory_bytes"], 1 << 20);
+        assert_eq!(json["extra"]["merges"], 5);
+        assert_eq!(json["extra"]["levels"], 2);
+        let back: IoStats = serde_json::from_value(json["io"].clone()).unwrap();
+        assert_eq!(back, io);
+        assert_eq!(
+            serde_json::to_value(Stats::new("mem")).unwrap()["keys"],
+            serde_json::Value::Null
+        );
     }
 }

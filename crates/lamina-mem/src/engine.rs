@@ -350,6 +350,24 @@ impl OrderedIndex for MemEngine {
             .collect())
     }
 
+    fn scan_rev(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
+        check_scan_limit(limit)?;
+        let state = self.shared.state.read();
+        if state.closed {
+            return Err(Error::Closed);
+        }
+        if range.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(state
+            .map
+            .range::<[u8], _>(range.as_bounds())
+            .rev()
+            .take(limit)
+            .map(|(k, v)| (k.clone(), v.value.clone()))
+            .collect())
+    }
+
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
         batch.validate()?;
         if batch.is_empty() {

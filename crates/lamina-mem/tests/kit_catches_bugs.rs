@@ -18,6 +18,12 @@ enum Bug {
     BatchNotAtomic,
     PutIgnoresLongValues,
     LosesEveryTwentiethPut,
+    /// `scan_rev` skips the greatest key of the range.
+    ScanRevSkipsGreatest,
+    /// `scan` treats an exclusive end as inclusive.
+    ScanEndAlwaysInclusive,
+    /// No bug: the engine without its native `scan_rev` (the trait's default).
+    DefaultReverse,
 }
 
 #[derive(Debug)]
@@ -76,7 +82,30 @@ impl OrderedIndex for Buggy {
                 }
                 Ok(out)
             }
+            Bug::ScanEndAlwaysInclusive => {
+                let mut range = range.clone();
+                if let std::ops::Bound::Excluded(end) = range.end {
+                    range.end = std::ops::Bound::Included(end);
+                }
+                self.inner.scan(&range, limit)
+            }
             _ => self.inner.scan(range, limit),
+        }
+    }
+    fn scan_rev(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
+        match self.bug {
+            Bug::ScanRevSkipsGreatest => {
+                let mut out = self.inner.scan_rev(range, limit.saturating_add(1))?;
+                if !out.is_empty() {
+                    out.remove(0);
+                }
+                out.truncate(limit);
+                Ok(out)
+            }
+            Bug::DefaultReverse => {
+                lamina_core::reverse::scan_rev_by_forward_scans(self, range, limit)
+            }
+            _ => self.inner.scan_rev(range, limit),
         }
     }
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
@@ -175,6 +204,35 @@ fn catches_batches_visible_halfway() {
 #[should_panic(expected = "model-based test failed")]
 fn model_catches_lost_writes() {
     kit::model_random_sequences(&with(Bug::LosesEveryTwentiethPut));
+}
+
+#[test]
+#[should_panic(expected = "range")]
+fn catches_reverse_scans_skipping_the_greatest_key() {
+    kit::scan_rev_bounds_and_limits(&with(Bug::ScanRevSkipsGreatest));
+}
+
+#[test]
+#[should_panic(expected = "model-based test failed")]
+fn model_catches_reverse_scans_skipping_the_greatest_key() {
+    kit::model_random_sequences(&with(Bug::ScanRevSkipsGreatest));
+}
+
+#[test]
+#[should_panic(expected = "prefix")]
+fn catches_prefix_scans_past_the_prefix() {
+    kit::prefix_scans_forward_and_reverse(&with(Bug::ScanEndAlwaysInclusive));
+}
+
+/// The trait's default `scan_rev` (built from forward scans), used by every engine without a
+/// native one, passes the reverse and prefix cases and the model.
+#[test]
+fn the_default_reverse_scan_passes_the_kit() {
+    let make = with(Bug::DefaultReverse);
+    kit::scan_rev_bounds_and_limits(&make);
+    kit::prefix_scans_forward_and_reverse(&make);
+    kit::model_random_sequences(&make);
+    kit::basic_put_get_overwrite_delete(&make);
 }
 
 #[test]

@@ -126,7 +126,7 @@ impl Clock {
     /// Loads the state record (a new database starts at token 1), applies a delayed flush
     /// that came due while the server was down, and writes the first lease of this run.
     pub fn open(db: &Db, now_secs: u64) -> Result<Clock> {
-        let mut state = match db.get(&STATE_KEY)? {
+        let mut state = match db.get(STATE_KEY)? {
             Some(bytes) => ServerState::decode(&bytes).map_err(|e| {
                 Error::corruption(db.dir(), 0, format!("the server state record: {e}"))
             })?,
@@ -235,7 +235,7 @@ fn next_epoch(epoch: u64) -> Result<u64> {
 
 /// Writes the state record and makes it durable, whatever the database's durability.
 fn persist(db: &Db, state: &ServerState) -> Result<()> {
-    db.put(&STATE_KEY, &state.encode())?;
+    db.put(STATE_KEY, state.encode())?;
     db.sync()
 }
 

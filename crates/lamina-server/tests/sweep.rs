@@ -29,7 +29,7 @@ fn sweep_removes_dead_items_across_pages() {
         let expires = if i % 3 == 0 { now - 10 } else { now + 3600 };
         shared
             .db
-            .put(format!("k{i:05}").as_bytes(), &item(cas, expires, shared.clock.flush_epoch()))
+            .put(format!("k{i:05}").as_bytes(), item(cas, expires, shared.clock.flush_epoch()))
             .unwrap();
     }
     let stop = AtomicBool::new(false);

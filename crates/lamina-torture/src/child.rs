@@ -98,7 +98,7 @@ fn write_forever(
 
 fn apply(db: &Db, op: &Op, current: Option<&[u8]>) -> Result<(), String> {
     match op {
-        Op::Put { key, version } => db.put(key, &value(key, *version)).map_err(|e| e.to_string()),
+        Op::Put { key, version } => db.put(key, value(key, *version)).map_err(|e| e.to_string()),
         Op::Delete { key } => db.delete(key).map(drop).map_err(|e| e.to_string()),
         Op::Cas { key, version } => {
             match db.compare_and_swap(key, current, Some(&value(key, *version))) {

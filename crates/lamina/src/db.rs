@@ -5,14 +5,21 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lamina_core::{
-    CasOutcome, Entry, Error, KeyRange, OpenIntent, OrderedIndex, Result, Stats, WriteBatch,
+    CasOutcome, Entry, Error, IntoKeyRange, KeyRange, OpenIntent, OrderedIndex, Result, Stats,
+    WriteBatch,
 };
+#[cfg(feature = "fdtree")]
 use lamina_fdtree::FdTree;
+#[cfg(feature = "fptree")]
 use lamina_fptree::FpTreeEngine;
+#[cfg(feature = "latree")]
 use lamina_latree::LaTreeEngine;
+#[cfg(feature = "mem")]
 use lamina_mem::{MemEngine, MemOptions};
+#[cfg(feature = "nbtree")]
 use lamina_nbtree::NbTree;
 use lamina_storage::{AccountingOptions, FileOptions, FileStorage, Storage};
+#[cfg(feature = "trie")]
 use lamina_trie::{TrieEngine, TrieOptions};
 
 use crate::iter::ScanIter;
@@ -29,11 +36,17 @@ pub const LOCK_FILE_NAME: &str = "LOCK";
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)] // one per open database; boxing would add a pointer chase
 pub(crate) enum Engine {
+    #[cfg(feature = "mem")]
     Mem(MemEngine),
+    #[cfg(feature = "fdtree")]
     Fdtree(FdTree),
+    #[cfg(feature = "trie")]
     Trie(TrieEngine),
+    #[cfg(feature = "nbtree")]
     Nbtree(NbTree),
+    #[cfg(feature = "latree")]
     Latree(LaTreeEngine),
+    #[cfg(feature = "fptree")]
     Fptree(FpTreeEngine),
 }
 
@@ -41,11 +54,17 @@ pub(crate) enum Engine {
 macro_rules! dispatch {
     ($self:expr, $engine:ident => $body:expr) => {
         match &$self.engine {
+            #[cfg(feature = "mem")]
             Engine::Mem($engine) => $body,
+            #[cfg(feature = "fdtree")]
             Engine::Fdtree($engine) => $body,
+            #[cfg(feature = "trie")]
             Engine::Trie($engine) => $body,
+            #[cfg(feature = "nbtree")]
             Engine::Nbtree($engine) => $body,
+            #[cfg(feature = "latree")]
             Engine::Latree($engine) => $body,
+            #[cfg(feature = "fptree")]
             Engine::Fptree($engine) => $body,
         }
     };
@@ -127,14 +146,49 @@ impl Db {
         &self.dir
     }
 
-    /// An iterator over `range` in ascending key order, fetched in pages.
+    /// An iterator over `range` in ascending key order, fetched in pages; the same as
+    /// [`Db::range`] (which also takes `std` ranges).
     pub fn iter(&self, range: KeyRange) -> ScanIter<'_, Db> {
         ScanIter::new(self, range)
+    }
+
+    /// An iterator over the keys in `range`, ascending; `.rev()` for descending. `range` is
+    /// any `std` range of byte-string-like keys or a [`KeyRange`] (see [`IntoKeyRange`]):
+    ///
+    /// ```
+    /// # fn main() -> lamina::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = lamina::Db::open(dir.path(), lamina::Options::default())?;
+    /// for key in ["apple", "banana", "cherry", "date"] {
+    ///     db.put(key, "fruit")?;
+    /// }
+    /// fn keys(iter: impl Iterator<Item = lamina::Result<lamina::Entry>>) -> Vec<Vec<u8>> {
+    ///     iter.map(|entry| entry.unwrap().0).collect()
+    /// }
+    /// assert_eq!(keys(db.range("b".."d")), [b"banana".to_vec(), b"cherry".to_vec()]);
+    /// assert_eq!(keys(db.range(b"b"..=b"c")), [b"banana".to_vec()]);
+    /// assert_eq!(keys(db.range(..).rev())[0], b"date");
+    /// assert_eq!(keys(db.prefix("c").rev()), [b"cherry".to_vec()]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// Each item is a `Result`: a page fetch can fail (I/O error, closed handle), after
+    /// which the iterator ends.
+    pub fn range(&self, range: impl IntoKeyRange) -> ScanIter<'_, Db> {
+        ScanIter::new(self, range.into_key_range())
+    }
+
+    /// An iterator over the keys that start with `prefix`, ascending; `.rev()` for
+    /// descending. The empty prefix iterates over everything.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> ScanIter<'_, Db> {
+        ScanIter::new(self, KeyRange::prefix(prefix))
     }
 }
 
 /// Opens the engine `options.engine` over `dir`'s files, or over `over` when given (the
 /// read-only overlay of [`Db::verify`]).
+#[allow(unused_variables)] // a build without some engines leaves some inputs unused
 pub(crate) fn open_engine(
     dir: &Path,
     options: &Options,
@@ -148,6 +202,7 @@ pub(crate) fn open_engine(
     };
     let nonzero = |bytes: u64| (bytes != 0).then_some(bytes);
     let engine = match options.engine {
+        #[cfg(feature = "mem")]
         EngineKind::Mem => {
             let mem = MemOptions {
                 durability: options.durability,
@@ -158,10 +213,12 @@ pub(crate) fn open_engine(
             };
             Engine::Mem(MemEngine::open(storage, &mem)?)
         }
+        #[cfg(feature = "fdtree")]
         EngineKind::Fdtree(mode) => {
             let fdtree = options.fdtree_options(mode);
             Engine::Fdtree(FdTree::open_with_intent(storage, &fdtree, intent)?)
         }
+        #[cfg(feature = "trie")]
         EngineKind::Trie => {
             let mut trie = TrieOptions::default().durability(options.durability).intent(intent);
             if let Some(budget) = nonzero(options.disk_budget_bytes) {
@@ -172,14 +229,17 @@ pub(crate) fn open_engine(
             }
             Engine::Trie(TrieEngine::open(storage, trie)?)
         }
+        #[cfg(feature = "nbtree")]
         EngineKind::Nbtree => {
             let nbtree = options.nbtree_options(intent);
             Engine::Nbtree(NbTree::open(storage, &nbtree)?)
         }
+        #[cfg(feature = "latree")]
         EngineKind::Latree | EngineKind::LatreeBtree => {
             let latree = options.latree_options(intent);
             Engine::Latree(LaTreeEngine::open(storage, &latree)?)
         }
+        #[cfg(feature = "fptree")]
         EngineKind::Fptree => {
             // The region is a mapped file, not a `Storage`: verification maps it privately
             // (copy on write), so recovery's writes never reach the file.
@@ -195,24 +255,39 @@ impl Engine {
     /// The engine behind the common API.
     pub(crate) fn index(&self) -> &dyn OrderedIndex {
         match self {
+            #[cfg(feature = "mem")]
             Engine::Mem(e) => e,
+            #[cfg(feature = "fdtree")]
             Engine::Fdtree(e) => e,
+            #[cfg(feature = "trie")]
             Engine::Trie(e) => e,
+            #[cfg(feature = "nbtree")]
             Engine::Nbtree(e) => e,
+            #[cfg(feature = "latree")]
             Engine::Latree(e) => e,
+            #[cfg(feature = "fptree")]
             Engine::Fptree(e) => e,
         }
     }
 
     /// Checks the engine's own structural invariants where it defines them (fdtree, nbtree
     /// and latree `verify`; mem, trie and fptree check everything while opening).
+    #[allow(clippy::unnecessary_wraps)] // infallible in builds with only mem, trie or fptree
     pub(crate) fn verify_structure(&self) -> Result<()> {
         match self {
             // Recovery checks every record at open: mem and trie their logs, fptree
             // (Algorithm 9) every leaf and record of its region.
-            Engine::Mem(_) | Engine::Trie(_) | Engine::Fptree(_) => Ok(()),
+            #[cfg(feature = "mem")]
+            Engine::Mem(_) => Ok(()),
+            #[cfg(feature = "trie")]
+            Engine::Trie(_) => Ok(()),
+            #[cfg(feature = "fptree")]
+            Engine::Fptree(_) => Ok(()),
+            #[cfg(feature = "fdtree")]
             Engine::Fdtree(e) => e.verify(),
+            #[cfg(feature = "nbtree")]
             Engine::Nbtree(e) => e.verify(),
+            #[cfg(feature = "latree")]
             Engine::Latree(e) => e.verify().map(|_| ()),
         }
     }
@@ -221,8 +296,8 @@ impl Engine {
 /// The file backend over `dir`, with the accounting's device model from `options`.
 fn file_storage(dir: &Path, options: &Options) -> Result<Arc<dyn Storage>> {
     let accounting = AccountingOptions {
-        device: options.device,
-        emulate: options.emulate_device,
+        device: options.benchmark.device,
+        emulate: options.benchmark.emulate_device,
         ..AccountingOptions::default()
     };
     let file_options = FileOptions { accounting, ..FileOptions::default() };
@@ -286,30 +361,38 @@ fn lock_dir(dir: &Path) -> Result<File> {
 }
 
 /// The API, also callable without importing the trait. See [`OrderedIndex`] for the exact
-/// semantics of each call.
+/// semantics of each call. Keys and values are anything `AsRef<[u8]>` (`&[u8]`, `b"..."`,
+/// `&str`, `Vec<u8>`, `String`).
 impl Db {
     /// The value stored under `key`.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        let key = key.as_ref();
         dispatch!(self, e => e.get(key))
     }
 
     /// Inserts or overwrites `key`.
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let (key, value) = (key.as_ref(), value.as_ref());
         dispatch!(self, e => e.put(key, value))
     }
 
     /// Removes `key`; returns whether it existed.
-    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        let key = key.as_ref();
         dispatch!(self, e => e.delete(key))
     }
 
-    /// Atomically replaces the value if it equals `expected` (`None`: absent).
+    /// Atomically replaces the value if it equals `expected` (`None`: absent); `new` of
+    /// `None` deletes the key. (`expected` and `new` are `Option<&[u8]>` rather than
+    /// generic so that a bare `None` needs no type annotation; `Some(b"..")` and
+    /// `Some(&vec)` coerce.)
     pub fn compare_and_swap(
         &self,
-        key: &[u8],
+        key: impl AsRef<[u8]>,
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<CasOutcome> {
+        let key = key.as_ref();
         dispatch!(self, e => e.compare_and_swap(key, expected, new))
     }
 
@@ -317,6 +400,12 @@ impl Db {
     pub fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
         lamina_core::limits::check_range(range)?;
         dispatch!(self, e => e.scan(range, limit))
+    }
+
+    /// Up to `limit` pairs in `range`, descending (the greatest keys first).
+    pub fn scan_rev(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
+        lamina_core::limits::check_range(range)?;
+        dispatch!(self, e => e.scan_rev(range, limit))
     }
 
     /// Applies `batch` atomically.
@@ -364,6 +453,10 @@ impl OrderedIndex for Db {
 
     fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
         Db::scan(self, range, limit)
+    }
+
+    fn scan_rev(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
+        Db::scan_rev(self, range, limit)
     }
 
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {

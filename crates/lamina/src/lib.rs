@@ -22,6 +22,7 @@
 
 mod db;
 mod engine_kind;
+mod engine_settings;
 mod iter;
 mod meta;
 mod options;
@@ -29,12 +30,17 @@ mod verify;
 
 pub use db::{Db, FPTREE_FILE_NAME};
 pub use engine_kind::EngineKind;
+pub use engine_settings::{
+    BenchmarkOptions, EngineChoice, EngineSettings, FdtreeSettings, NbtreeSettings,
+};
 pub use iter::ScanIter;
 pub use lamina_core::limits;
 pub use lamina_core::{
-    BatchOp, CasOutcome, DISK_BUDGET_OPTION, Durability, Entry, Error, InvalidArgument, IoStats,
-    KeyRange, MEMORY_LIMIT_OPTION, OpenIntent, OrderedIndex, Result, Stats, WriteBatch,
+    BatchOp, CasOutcome, DISK_BUDGET_OPTION, Durability, Entry, Error, IntoKeyRange,
+    InvalidArgument, IoStats, KeyRange, MEMORY_LIMIT_OPTION, OpenIntent, OrderedIndex, Result,
+    Stats, WriteBatch,
 };
+#[cfg(feature = "fdtree")]
 pub use lamina_fdtree::FcMode;
 pub use lamina_storage::DeviceProfile;
 pub use meta::{META_FILE_NAME, Meta};

@@ -1,15 +1,33 @@
 //! Options of [`crate::Db::open`], validated before anything is created.
 
-use lamina_core::{Durability, Error, OpenIntent, Result};
-use lamina_fdtree::{FcMode, FdTreeOptions};
-use lamina_fptree::FpTreeEngineOptions;
-use lamina_latree::LaTreeEngineOptions;
-use lamina_nbtree::NbTreeOptions;
-use lamina_storage::DeviceProfile;
-
 use crate::EngineKind;
+#[allow(unused_imports)] // some are used only by some engines' features
+use crate::engine_settings::{
+    BenchmarkOptions, EngineChoice, EngineSettings, FdtreeSettings, NbtreeSettings,
+};
+#[allow(unused_imports)] // OpenIntent: not in every feature set
+use lamina_core::{Durability, Error, OpenIntent, Result};
+#[cfg(feature = "fdtree")]
+use lamina_fdtree::{FcMode, FdTreeOptions};
+#[cfg(feature = "fptree")]
+use lamina_fptree::FpTreeEngineOptions;
+#[cfg(feature = "latree")]
+use lamina_latree::LaTreeEngineOptions;
+#[cfg(feature = "nbtree")]
+use lamina_nbtree::NbTreeOptions;
 
-/// How to open a database.
+/// How to open a database: build it from [`Options::new`] (or `Options::default()`, the
+/// same) with the setters, or as a struct literal ending in `..Options::default()`.
+///
+/// ```
+/// use lamina::{Durability, EngineKind, FdtreeSettings, Options};
+///
+/// let trie = Options::new().engine(EngineKind::Trie).durability(Durability::Sync);
+/// let tuned = Options::new()
+///     .engine(FdtreeSettings::new().size_ratio(24).key_bytes_max(256))
+///     .memory_budget_bytes(16 << 20);
+/// assert!(trie.validate().is_ok() && tuned.validate().is_ok());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     /// The index design. An existing directory must have been created with the same one.
@@ -46,28 +64,13 @@ pub struct Options {
     /// data are accepted. At least 1 MiB if set. Refused as unsupported by the other
     /// engines.
     pub memory_limit_bytes: u64,
-    /// The device whose cost model turns the engine's I/O into modeled time
-    /// (`Stats::io.modeled_device_ns`); `host` models nothing.
-    pub device: DeviceProfile,
-    /// Impose the device's modeled latency for real (sleep on each access), so wall-clock
-    /// runs reproduce its asymmetry.
-    pub emulate_device: bool,
-    /// Engine-specific tuning, `fdtree` only: the size ratio gamma between adjacent levels
-    /// (FD+FC section 2, invariant I3: `kappa_i = gamma^i kappa_0`; the paper's default is
-    /// 24), in `2..=lamina_fdtree::options::SIZE_RATIO_MAX`. `None` takes the engine's
-    /// default. Refused as unsupported with the other engines.
-    pub fdtree_size_ratio: Option<u32>,
-    /// Engine-specific tuning, `fdtree` only: the longest key accepted, in
-    /// `1..=limits::KEY_BYTES_MAX` (longer keys are refused as invalid arguments). A block
-    /// must hold `2 * gamma + 1` fences of the longest key (see `lamina-fdtree`'s README,
-    /// "variable-length keys"), so a large `fdtree_size_ratio` such as the paper's 24 needs
-    /// it lowered (or its keys would need bigger blocks). `None`: the API limit.
-    pub fdtree_key_bytes_max: Option<usize>,
-    /// Engine-specific tuning, `nbtree` only: the s-tree fanout `f`, the most children of an
-    /// s-node (NB-tree section 4.3; the paper's setting is 3, the engine's default), in
-    /// `lamina_nbtree::options::FANOUT_MIN..=FANOUT_MAX` (3..=64). `None` takes the
-    /// engine's default. Refused as unsupported with the other engines.
-    pub nbtree_fanout: Option<u32>,
+    /// Settings of the chosen engine only (FD+tree's size ratio, NB-tree's fanout...);
+    /// `EngineSettings::Default` takes the engine's defaults. Set both fields together with
+    /// [`Options::engine`]; settings for another engine are refused by [`Options::validate`].
+    pub engine_settings: EngineSettings,
+    /// Benchmark-only device modeling (experimental; see [`BenchmarkOptions`]).
+    #[doc(hidden)]
+    pub benchmark: BenchmarkOptions,
 }
 
 impl Default for Options {
@@ -80,11 +83,8 @@ impl Default for Options {
             create_if_missing: true,
             disk_budget_bytes: 0,
             memory_limit_bytes: 0,
-            device: DeviceProfile::host(),
-            emulate_device: false,
-            fdtree_size_ratio: None,
-            fdtree_key_bytes_max: None,
-            nbtree_fanout: None,
+            engine_settings: EngineSettings::Default,
+            benchmark: BenchmarkOptions::default(),
         }
     }
 }
@@ -97,6 +97,7 @@ pub const MEMORY_BUDGET_BYTES_MAX: u64 = 64 << 30;
 pub const CACHE_BYTES_MAX: u64 = 1 << 40;
 /// Most of `memory_budget_bytes` the LA-tree takes (its buffer pool is at most
 /// `lamina_latree::buffer::POOL_BYTES_MAX`, 4 GiB, and takes 75% of its memory).
+#[cfg_attr(not(feature = "latree"), allow(dead_code))]
 pub const LATREE_MEMORY_BYTES_MAX: u64 = 4 << 30;
 
 /// The `fptree` engine's region file size (8 GiB, created sparse: only what is written takes
@@ -111,7 +112,84 @@ pub const FPTREE_REGION_BYTES_DEFAULT: u64 = 8 << 30;
 pub const MEMORY_LIMIT_BYTES_MIN: u64 = 1 << 20;
 
 impl Options {
+    /// The defaults: the default engine (FD+tree), `Durability::Sync`, 4 MiB of memory
+    /// budget, a 15 MiB block cache, no disk budget or memory limit, create if missing.
+    pub fn new() -> Self {
+        Options::default()
+    }
+
+    /// Chooses the engine and its settings: an [`EngineKind`] (its defaults),
+    /// [`FdtreeSettings`], [`NbtreeSettings`] or an [`EngineChoice`].
+    pub fn engine(mut self, choice: impl Into<EngineChoice>) -> Self {
+        let choice = choice.into();
+        self.engine = choice.kind;
+        self.engine_settings = choice.settings;
+        self
+    }
+
+    /// Sets [`Options::durability`].
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Sets [`Options::memory_budget_bytes`].
+    pub fn memory_budget_bytes(mut self, bytes: u64) -> Self {
+        self.memory_budget_bytes = bytes;
+        self
+    }
+
+    /// Sets [`Options::cache_bytes`].
+    pub fn cache_bytes(mut self, bytes: u64) -> Self {
+        self.cache_bytes = bytes;
+        self
+    }
+
+    /// Sets [`Options::create_if_missing`].
+    pub fn create_if_missing(mut self, create: bool) -> Self {
+        self.create_if_missing = create;
+        self
+    }
+
+    /// Sets [`Options::disk_budget_bytes`].
+    pub fn disk_budget_bytes(mut self, bytes: u64) -> Self {
+        self.disk_budget_bytes = bytes;
+        self
+    }
+
+    /// Sets [`Options::memory_limit_bytes`].
+    pub fn memory_limit_bytes(mut self, bytes: u64) -> Self {
+        self.memory_limit_bytes = bytes;
+        self
+    }
+
+    /// Sets the experimental, benchmark-only device model ([`BenchmarkOptions`]).
+    #[doc(hidden)]
+    pub fn benchmark(mut self, benchmark: BenchmarkOptions) -> Self {
+        self.benchmark = benchmark;
+        self
+    }
+
+    /// The FD+tree settings in effect (the defaults unless `engine_settings` holds some).
+    #[cfg(feature = "fdtree")]
+    fn fdtree_settings(&self) -> FdtreeSettings {
+        match self.engine_settings {
+            EngineSettings::Fdtree(settings) => settings,
+            _ => FdtreeSettings::default(),
+        }
+    }
+
+    /// The NB-tree settings in effect.
+    #[cfg(feature = "nbtree")]
+    fn nbtree_settings(&self) -> NbtreeSettings {
+        match self.engine_settings {
+            EngineSettings::Nbtree(settings) => settings,
+            _ => NbtreeSettings::default(),
+        }
+    }
+
     /// Checks every option; the error names the option and its range.
+    #[allow(irrefutable_let_patterns)] // in a build with the FD+tree as the only engine
     pub fn validate(&self) -> Result<()> {
         self.durability.validate()?;
         if !(MEMORY_BUDGET_BYTES_MIN..=MEMORY_BUDGET_BYTES_MAX).contains(&self.memory_budget_bytes)
@@ -130,14 +208,10 @@ impl Options {
                 format!("{} is over {CACHE_BYTES_MAX}", self.cache_bytes),
             ));
         }
-        let in_memory = matches!(self.engine, EngineKind::Mem | EngineKind::Trie);
+        let family = self.engine.format_name();
+        let in_memory = matches!(family, "mem" | "trie");
         for (name, value, what, supported) in [
-            (
-                "disk_budget_bytes",
-                self.disk_budget_bytes,
-                "a disk budget",
-                self.engine != EngineKind::Fptree,
-            ),
+            ("disk_budget_bytes", self.disk_budget_bytes, "a disk budget", family != "fptree"),
             ("memory_limit_bytes", self.memory_limit_bytes, "a memory limit", in_memory),
         ] {
             if value != 0 && !supported {
@@ -160,64 +234,73 @@ impl Options {
                 ),
             ));
         }
-        let fdtree = matches!(self.engine, EngineKind::Fdtree(_));
-        let nbtree = self.engine == EngineKind::Nbtree;
-        for (name, given, supported, family) in [
-            ("fdtree_size_ratio", self.fdtree_size_ratio.is_some(), fdtree, "fdtree"),
-            ("fdtree_key_bytes_max", self.fdtree_key_bytes_max.is_some(), fdtree, "fdtree"),
-            ("nbtree_fanout", self.nbtree_fanout.is_some(), nbtree, "nbtree"),
-        ] {
-            if given && !supported {
-                return Err(Error::Unsupported {
-                    what: format!(
-                        "{name} with engine `{}`, which is not {family}; pass None",
-                        self.engine
-                    ),
-                });
-            }
+        if let Some(family) = self.engine_settings.family()
+            && !self.engine_settings.fits(self.engine)
+        {
+            return Err(Error::Unsupported {
+                what: format!(
+                    "{family} settings with engine `{}`, which is not {family}; pass \
+                     EngineSettings::Default (or choose the engine with Options::engine)",
+                    self.engine
+                ),
+            });
         }
-        if let Some(fanout) = self.nbtree_fanout {
+        #[cfg(feature = "nbtree")]
+        if let Some(fanout) = self.nbtree_settings().fanout {
             let (min, max) =
                 (lamina_nbtree::options::FANOUT_MIN, lamina_nbtree::options::FANOUT_MAX);
             if !(min..=max).contains(&fanout) {
                 return Err(Error::option(
-                    "nbtree_fanout",
+                    "nbtree fanout",
                     format!("f = {fanout} is outside {min}..={max}"),
                 ));
             }
         }
-        if let Some(key_bytes_max) = self.fdtree_key_bytes_max
-            && !(1..=lamina_core::limits::KEY_BYTES_MAX).contains(&key_bytes_max)
-        {
-            return Err(Error::option(
-                "fdtree_key_bytes_max",
-                format!("{key_bytes_max} is outside 1..={}", lamina_core::limits::KEY_BYTES_MAX),
-            ));
-        }
-        if let Some(ratio) = self.fdtree_size_ratio {
-            let max = lamina_fdtree::options::SIZE_RATIO_MAX;
-            if !(2..=max).contains(&ratio) {
-                return Err(Error::option(
-                    "fdtree_size_ratio",
-                    format!("gamma {ratio} is outside 2..={max}"),
-                ));
-            }
-        }
+        #[cfg(feature = "fdtree")]
+        self.validate_fdtree_settings()?;
+        #[cfg(feature = "fdtree")]
         if let EngineKind::Fdtree(mode) = self.engine {
             // The engine's own sizing rules (block capacity against gamma and key length), so
             // a bad combination is refused before anything is created.
             self.fdtree_options(mode).params()?;
         }
-        if nbtree {
+        #[cfg(feature = "nbtree")]
+        if self.engine == EngineKind::Nbtree {
             self.nbtree_options(OpenIntent::CreateIfMissing).validate()?;
         }
+        #[cfg(feature = "latree")]
         if matches!(self.engine, EngineKind::Latree | EngineKind::LatreeBtree) {
             self.latree_options(OpenIntent::CreateIfMissing).validate()?;
         }
         Ok(())
     }
 
+    /// The FD+tree settings' own ranges.
+    #[cfg(feature = "fdtree")]
+    fn validate_fdtree_settings(&self) -> Result<()> {
+        let fdtree = self.fdtree_settings();
+        if let Some(key_bytes_max) = fdtree.key_bytes_max
+            && !(1..=lamina_core::limits::KEY_BYTES_MAX).contains(&key_bytes_max)
+        {
+            return Err(Error::option(
+                "fdtree key_bytes_max",
+                format!("{key_bytes_max} is outside 1..={}", lamina_core::limits::KEY_BYTES_MAX),
+            ));
+        }
+        if let Some(ratio) = fdtree.size_ratio {
+            let max = lamina_fdtree::options::SIZE_RATIO_MAX;
+            if !(2..=max).contains(&ratio) {
+                return Err(Error::option(
+                    "fdtree size_ratio",
+                    format!("gamma {ratio} is outside 2..={max}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The `fdtree` engine's options for concurrency scheme `mode`.
+    #[cfg(feature = "fdtree")]
     pub(crate) fn fdtree_options(&self, mode: FcMode) -> FdTreeOptions {
         let defaults = FdTreeOptions::default();
         FdTreeOptions {
@@ -225,8 +308,8 @@ impl Options {
             cache_bytes: usize::try_from(self.cache_bytes).unwrap_or(usize::MAX),
             mode,
             durability: self.durability,
-            size_ratio: self.fdtree_size_ratio.unwrap_or(defaults.size_ratio),
-            key_bytes_max: self.fdtree_key_bytes_max.unwrap_or(defaults.key_bytes_max),
+            size_ratio: self.fdtree_settings().size_ratio.unwrap_or(defaults.size_ratio),
+            key_bytes_max: self.fdtree_settings().key_bytes_max.unwrap_or(defaults.key_bytes_max),
             disk_budget_bytes: self.disk_budget_bytes,
             ..defaults
         }
@@ -236,11 +319,12 @@ impl Options {
     /// engine's defaults for `device` (lamina's full key and value limits, 16 KiB nodes),
     /// with the memory budget shared by its buffer pool and node cache and the block cache
     /// added to the node cache.
+    #[cfg(feature = "latree")]
     pub(crate) fn latree_options(&self, intent: OpenIntent) -> LaTreeEngineOptions {
         let mut latree = if self.engine == EngineKind::LatreeBtree {
-            LaTreeEngineOptions::btree_for_device(self.device)
+            LaTreeEngineOptions::btree_for_device(self.benchmark.device)
         } else {
-            LaTreeEngineOptions::for_device(self.device)
+            LaTreeEngineOptions::for_device(self.benchmark.device)
         };
         latree.tree.memory_bytes =
             usize::try_from(self.memory_budget_bytes.min(LATREE_MEMORY_BYTES_MAX))
@@ -260,6 +344,7 @@ impl Options {
     /// disk budget, which lamina's contract lets a user raise between opens and which must
     /// admit overwrites at the limit); leaves are allocated one at a time (the paper's
     /// concurrent configuration).
+    #[cfg(feature = "fptree")]
     pub(crate) fn fptree_options(&self, intent: OpenIntent) -> FpTreeEngineOptions {
         FpTreeEngineOptions {
             region_bytes: FPTREE_REGION_BYTES_DEFAULT,
@@ -272,11 +357,12 @@ impl Options {
     /// The `nbtree` engine's options, opening with `intent`. `sigma` is half the memory
     /// budget (the root d-tree is held twice: the active one and the frozen one being
     /// flushed), clamped into the engine's range.
+    #[cfg(feature = "nbtree")]
     pub(crate) fn nbtree_options(&self, intent: OpenIntent) -> NbTreeOptions {
         use lamina_nbtree::options::{SIGMA_BYTES_MAX, SIGMA_BYTES_MIN};
         let defaults = NbTreeOptions::default();
         NbTreeOptions {
-            fanout: self.nbtree_fanout.unwrap_or(defaults.fanout),
+            fanout: self.nbtree_settings().fanout.unwrap_or(defaults.fanout),
             sigma_bytes: (self.memory_budget_bytes / 2).clamp(SIGMA_BYTES_MIN, SIGMA_BYTES_MAX),
             durability: self.durability,
             disk_budget_bytes: self.disk_budget_bytes,
@@ -286,7 +372,15 @@ impl Options {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(
+    test,
+    feature = "mem",
+    feature = "fdtree",
+    feature = "trie",
+    feature = "nbtree",
+    feature = "latree",
+    feature = "fptree"
+))]
 mod tests {
     #[test]
     fn the_fptree_region_holds_ten_million_small_records() {
@@ -333,43 +427,49 @@ mod tests {
     }
 
     #[test]
-    fn fdtree_size_ratio_is_checked_and_only_for_fdtree() {
-        let fdtree = Options { engine: EngineKind::Fdtree(FcMode::Xm), ..mem() };
-        let err = Options { fdtree_size_ratio: Some(24), ..fdtree }.validate().unwrap_err();
+    fn fdtree_settings_are_checked_and_only_for_fdtree() {
+        let fdtree = |settings| mem().engine(EngineChoice::fdtree(FcMode::Xm, settings)).validate();
+        let err = fdtree(FdtreeSettings::new().size_ratio(24)).unwrap_err();
         assert!(err.to_string().contains("size_ratio"), "too many fences of 1 KiB keys: {err}");
-        Options { fdtree_size_ratio: Some(24), fdtree_key_bytes_max: Some(256), ..fdtree }
-            .validate()
-            .unwrap();
+        fdtree(FdtreeSettings::new().size_ratio(24).key_bytes_max(256)).unwrap();
         for bad in [0, 1, lamina_fdtree::options::SIZE_RATIO_MAX + 1] {
-            let err = Options { fdtree_size_ratio: Some(bad), ..fdtree }.validate().unwrap_err();
-            assert!(err.to_string().contains("fdtree_size_ratio"), "{err}");
+            let err = fdtree(FdtreeSettings::new().size_ratio(bad)).unwrap_err();
+            assert!(err.to_string().contains("fdtree size_ratio"), "{err}");
         }
-        let on_mem = Options { fdtree_size_ratio: Some(24), ..mem() }.validate();
-        assert!(matches!(on_mem, Err(Error::Unsupported { .. })));
-        Options { fdtree_key_bytes_max: Some(64), ..fdtree }.validate().unwrap();
-        let err = Options { fdtree_key_bytes_max: Some(0), ..fdtree }.validate().unwrap_err();
-        assert!(err.to_string().contains("fdtree_key_bytes_max"), "{err}");
-        let on_mem = Options { fdtree_key_bytes_max: Some(64), ..mem() }.validate();
-        assert!(matches!(on_mem, Err(Error::Unsupported { .. })));
+        fdtree(FdtreeSettings::new().key_bytes_max(64)).unwrap();
+        let err = fdtree(FdtreeSettings::new().key_bytes_max(0)).unwrap_err();
+        assert!(err.to_string().contains("fdtree key_bytes_max"), "{err}");
+        // Settings of one engine with another engine: refused, not ignored.
+        let settings = EngineSettings::Fdtree(FdtreeSettings::new().size_ratio(8));
+        let on_mem = Options { engine_settings: settings, ..mem() }.validate();
+        assert!(matches!(on_mem, Err(Error::Unsupported { .. })), "{on_mem:?}");
+        let chosen = Options::new().engine(FdtreeSettings::new().size_ratio(8));
+        assert_eq!(chosen.engine, EngineKind::Fdtree(FcMode::default()));
+        assert_eq!(chosen.fdtree_options(FcMode::Fc).size_ratio, 8);
+        // Choosing a plain engine afterwards drops the FD+tree settings.
+        assert_eq!(chosen.engine(EngineKind::Trie).engine_settings, EngineSettings::Default);
     }
+
     #[test]
     fn nbtree_fanout_is_checked_and_only_for_nbtree() {
         use lamina_nbtree::options::{FANOUT_MAX, FANOUT_MIN};
         let nbtree = Options { engine: EngineKind::Nbtree, ..mem() };
         nbtree.validate().unwrap();
         for good in [FANOUT_MIN, 8, FANOUT_MAX] {
-            let options = Options { nbtree_fanout: Some(good), ..nbtree };
+            let options = nbtree.engine(NbtreeSettings::new().fanout(good));
             options.validate().unwrap();
             assert_eq!(options.nbtree_options(OpenIntent::MustExist).fanout, good);
         }
         for bad in [0, FANOUT_MIN - 1, FANOUT_MAX + 1] {
-            let err = Options { nbtree_fanout: Some(bad), ..nbtree }.validate().unwrap_err();
+            let err = nbtree.engine(NbtreeSettings::new().fanout(bad)).validate().unwrap_err();
             assert!(err.is_invalid_argument(), "{err}");
-            assert!(err.to_string().contains("nbtree_fanout"), "{err}");
+            assert!(err.to_string().contains("nbtree fanout"), "{err}");
         }
-        let on_fdtree = Options { nbtree_fanout: Some(3), ..Options::default() }.validate();
+        let settings = EngineSettings::Nbtree(NbtreeSettings::new().fanout(3));
+        let on_fdtree = Options { engine_settings: settings, ..Options::default() }.validate();
         assert!(matches!(on_fdtree, Err(Error::Unsupported { .. })), "{on_fdtree:?}");
-        let fdtree_only = Options { fdtree_size_ratio: Some(8), ..nbtree }.validate();
+        let settings = EngineSettings::Fdtree(FdtreeSettings::new().size_ratio(8));
+        let fdtree_only = Options { engine_settings: settings, ..nbtree }.validate();
         assert!(matches!(fdtree_only, Err(Error::Unsupported { .. })), "{fdtree_only:?}");
         let limit = Options { memory_limit_bytes: 1 << 30, ..nbtree }.validate();
         assert!(matches!(limit, Err(Error::Unsupported { .. })), "not an in-memory engine");

@@ -27,7 +27,7 @@ fn written(engine: EngineKind) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options(engine)).unwrap();
     for i in 0..200u32 {
-        db.put(&i.to_be_bytes(), b"first").unwrap();
+        db.put(i.to_be_bytes(), b"first").unwrap();
     }
     let mut batch = lamina::WriteBatch::new();
     for i in 0..5u32 {

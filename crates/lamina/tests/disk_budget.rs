@@ -26,7 +26,7 @@ fn fill(db: &Db, first: u64) -> u64 {
     let value = [1u8; 1000];
     let mut i = first;
     loop {
-        match db.put(&i.to_be_bytes(), &value) {
+        match db.put(i.to_be_bytes(), value) {
             Ok(()) => i += 1,
             Err(err) => {
                 assert!(matches!(err, Error::NoSpace { .. }), "{err}");
@@ -53,11 +53,11 @@ fn the_budget_refuses_new_data_keeps_deletes_and_can_be_raised() {
         let budget = small_budget(engine);
         let db = Db::open(dir.path(), options(engine, budget)).unwrap();
         let full = fill(&db, 0);
-        assert!(db.delete(&0u64.to_be_bytes()).unwrap(), "{engine}: deletes still work");
+        assert!(db.delete(0u64.to_be_bytes()).unwrap(), "{engine}: deletes still work");
         db.close().unwrap();
         drop(db);
         let db = Db::open(dir.path(), options(engine, 2 * budget)).unwrap();
-        assert_eq!(db.get(&1u64.to_be_bytes()).unwrap().map(|v| v.len()), Some(1000));
+        assert_eq!(db.get(1u64.to_be_bytes()).unwrap().map(|v| v.len()), Some(1000));
         let more = fill(&db, full);
         assert!(more - full > full / 2, "{engine}: {full} keys, then {more}");
         db.close().unwrap();
@@ -65,7 +65,7 @@ fn the_budget_refuses_new_data_keeps_deletes_and_can_be_raised() {
         // No budget: the ring grows with the data.
         let db = Db::open(dir.path(), options(engine, 0)).unwrap();
         for i in more..more + 1000 {
-            db.put(&i.to_be_bytes(), &[2u8; 1000]).unwrap();
+            db.put(i.to_be_bytes(), [2u8; 1000]).unwrap();
         }
         db.close().unwrap();
     }

@@ -25,7 +25,7 @@ fn writes_past_the_memory_limit_are_refused_and_deletes_make_room() {
         let value = [7u8; 200];
         let mut keys = 0u64;
         let err = loop {
-            match db.put(&keys.to_be_bytes(), &value) {
+            match db.put(keys.to_be_bytes(), value) {
                 Ok(()) => keys += 1,
                 Err(err) => break err,
             }
@@ -42,16 +42,16 @@ fn writes_past_the_memory_limit_are_refused_and_deletes_make_room() {
             assert!(message.contains(name), "{engine}: names {name}: {err}");
         }
         // Refused before anything changed.
-        assert_eq!(db.get(&keys.to_be_bytes()).unwrap(), None);
+        assert_eq!(db.get(keys.to_be_bytes()).unwrap(), None);
         let stats = db.stats();
         assert!(stats.memory_bytes <= LIMIT + (1 << 20), "{engine}: {}", stats.memory_bytes);
         assert!(stats.memory_bytes > LIMIT / 2, "{engine}: the data fills the limit");
         // Deletes are accepted, and make room for new keys.
         for i in 0..keys / 4 {
-            assert!(db.delete(&i.to_be_bytes()).unwrap());
+            assert!(db.delete(i.to_be_bytes()).unwrap());
         }
         for i in 0..100 {
-            db.put(&(keys + i).to_be_bytes(), &value).unwrap();
+            db.put((keys + i).to_be_bytes(), value).unwrap();
         }
         db.close().unwrap();
     }

@@ -15,12 +15,12 @@ fn written(engine: EngineKind) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options(engine)).unwrap();
     for i in 0..300u32 {
-        db.put(&i.to_be_bytes(), format!("first {i}").as_bytes()).unwrap();
+        db.put(i.to_be_bytes(), format!("first {i}").as_bytes()).unwrap();
     }
     for i in 0..5u32 {
-        db.put(&i.to_be_bytes(), b"second").unwrap();
+        db.put(i.to_be_bytes(), b"second").unwrap();
     }
-    assert!(db.delete(&7u32.to_be_bytes()).unwrap());
+    assert!(db.delete(7u32.to_be_bytes()).unwrap());
     db.close().unwrap();
     dir
 }
@@ -41,7 +41,7 @@ fn reopen_keeps_data(engine: EngineKind) {
             7 => None,
             _ => Some(format!("first {i}").into_bytes()),
         };
-        assert_eq!(db.get(&i.to_be_bytes()).unwrap(), expected, "{engine}: key {i}");
+        assert_eq!(db.get(i.to_be_bytes()).unwrap(), expected, "{engine}: key {i}");
     }
     let all = db.scan(&lamina::KeyRange::all(), 1000).unwrap();
     assert_eq!(all.len(), 299, "{engine}");

@@ -4,7 +4,10 @@
 
 use std::{path::Path, sync::Arc};
 
-use lamina::{Db, DeviceProfile, EngineKind, Error, Options, OrderedIndex, Result};
+use lamina::{
+    BenchmarkOptions, Db, DeviceProfile, EngineKind, EngineSettings, Error, FdtreeSettings,
+    NbtreeSettings, Options, OrderedIndex, Result,
+};
 use lamina_bench::{EngineFactory, EngineInfo, EngineParams};
 
 /// The name of the default engine (`lamina engines`, the README): the FD+tree with its
@@ -30,20 +33,31 @@ impl LaminaFactory {
                 ),
             });
         }
-        let options = Options {
-            engine: kind,
-            durability: params.durability,
-            memory_budget_bytes: params.memory_budget_bytes,
-            cache_bytes: params.cache_bytes,
-            create_if_missing: true,
-            disk_budget_bytes: 0,
-            memory_limit_bytes: 0,
-            device,
-            emulate_device: params.emulate,
-            fdtree_size_ratio: params.fdtree_size_ratio,
-            fdtree_key_bytes_max: params.fdtree_key_bytes_max,
-            nbtree_fanout: params.nbtree_fanout,
-        };
+        let mut options = Options::new()
+            .engine(kind)
+            .durability(params.durability)
+            .memory_budget_bytes(params.memory_budget_bytes)
+            .cache_bytes(params.cache_bytes)
+            .benchmark(BenchmarkOptions::new(device, params.emulate));
+        // Engine-specific settings are refused (not ignored) with the other engines.
+        let mut fdtree = FdtreeSettings::new();
+        if let Some(gamma) = params.fdtree_size_ratio {
+            fdtree = fdtree.size_ratio(gamma);
+        }
+        if let Some(bytes) = params.fdtree_key_bytes_max {
+            fdtree = fdtree.key_bytes_max(bytes);
+        }
+        if fdtree != FdtreeSettings::new() {
+            options.engine_settings = EngineSettings::Fdtree(fdtree);
+        }
+        if let Some(fanout) = params.nbtree_fanout {
+            if options.engine_settings != EngineSettings::Default {
+                return Err(Error::Unsupported {
+                    what: "fdtree and nbtree settings together".to_string(),
+                });
+            }
+            options.engine_settings = EngineSettings::Nbtree(NbtreeSettings::new().fanout(fanout));
+        }
         options.validate()?;
         Ok(options)
     }
@@ -98,10 +112,8 @@ mod tests {
         let params = EngineParams { fdtree_key_bytes_max: Some(256), ..params };
         LaminaFactory.check("fdtree-xm", &params).unwrap();
         let options = LaminaFactory::options("fdtree-xm", &params).unwrap();
-        assert_eq!(
-            (options.fdtree_size_ratio, options.fdtree_key_bytes_max),
-            (Some(24), Some(256))
-        );
+        let expected = FdtreeSettings::new().size_ratio(24).key_bytes_max(256);
+        assert_eq!(options.engine_settings, EngineSettings::Fdtree(expected));
         assert!(matches!(LaminaFactory.check("mem", &params), Err(Error::Unsupported { .. })));
         let bad = EngineParams { fdtree_size_ratio: Some(1), ..EngineParams::default() };
         assert!(LaminaFactory.check("fdtree-ds", &bad).unwrap_err().is_invalid_argument());
@@ -113,14 +125,15 @@ mod tests {
         LaminaFactory.check("nbtree", &EngineParams::default()).unwrap();
         let params = EngineParams { nbtree_fanout: Some(8), ..EngineParams::default() };
         let options = LaminaFactory::options("nbtree", &params).unwrap();
-        assert_eq!((options.engine, options.nbtree_fanout), (EngineKind::Nbtree, Some(8)));
+        let expected = EngineSettings::Nbtree(NbtreeSettings::new().fanout(8));
+        assert_eq!((options.engine, options.engine_settings), (EngineKind::Nbtree, expected));
         for other in ["fdtree-fc", "trie", "mem"] {
             let err = LaminaFactory.check(other, &params).unwrap_err();
             assert!(matches!(err, Error::Unsupported { .. }), "{other}: {err}");
         }
         let bad = EngineParams { nbtree_fanout: Some(2), ..EngineParams::default() };
         let err = LaminaFactory.check("nbtree", &bad).unwrap_err();
-        assert!(err.is_invalid_argument() && err.to_string().contains("nbtree_fanout"), "{err}");
+        assert!(err.is_invalid_argument() && err.to_string().contains("nbtree fanout"), "{err}");
         // The NB-tree does block I/O: a device profile applies to it.
         let device = EngineParams { device: Some("ssd-x25e".into()), ..EngineParams::default() };
         LaminaFactory.check("nbtree", &device).unwrap();

@@ -89,6 +89,7 @@ pub fn closed_handle_refuses_calls<S: Subject>(make: &impl Fn() -> S) {
     closed(db.delete(b"k").unwrap_err());
     closed(db.compare_and_swap(b"k", None, Some(b"x")).unwrap_err());
     closed(db.scan(&crate::KeyRange::all(), 10).unwrap_err());
+    closed(db.scan_rev(&crate::KeyRange::all(), 10).unwrap_err());
     closed(db.write_batch(&crate::WriteBatch::new()).unwrap_err());
     closed(db.sync().unwrap_err());
 }

@@ -24,6 +24,8 @@ macro_rules! conformance_tests {
                 scan_bounds_and_limits,
                 scan_across_overwrites_and_deletes,
                 scan_limit_zero_and_over_max,
+                scan_rev_bounds_and_limits,
+                prefix_scans_forward_and_reverse,
                 cas_semantics,
                 cas_concurrent_increment,
                 batch_applies_in_order,

@@ -39,6 +39,24 @@ pub enum Step {
         /// The most entries to read.
         limit: usize,
     },
+    /// `scan_rev` with the given bounds and limit.
+    ScanRev {
+        /// The lower bound.
+        start: Bound<Vec<u8>>,
+        /// The upper bound.
+        end: Bound<Vec<u8>>,
+        /// The most entries to read.
+        limit: usize,
+    },
+    /// `scan` (or `scan_rev` when `reverse`) of [`KeyRange::prefix`].
+    Prefix {
+        /// The prefix every key read starts with.
+        prefix: Vec<u8>,
+        /// The most entries to read.
+        limit: usize,
+        /// Greatest keys first.
+        reverse: bool,
+    },
     /// `write_batch` of puts (`Some`) and deletes (`None`).
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     /// Close and reopen (durable subjects only; otherwise a no-op).
@@ -80,6 +98,11 @@ fn step_strategy() -> impl Strategy<Value = Step> {
             .prop_map(|(key, expect_current, expected, new)| Step::Cas { key, expect_current, expected, new }),
         3 => (bound_strategy(), bound_strategy(), 0usize..20)
             .prop_map(|(start, end, limit)| Step::Scan { start, end, limit }),
+        3 => (bound_strategy(), bound_strategy(), 0usize..20)
+            .prop_map(|(start, end, limit)| Step::ScanRev { start, end, limit }),
+        2 => (proptest::collection::vec(prop::sample::select(vec![0x00u8, b'a', 0xff]), 0..3),
+              0usize..20, any::<bool>())
+            .prop_map(|(prefix, limit, reverse)| Step::Prefix { prefix, limit, reverse }),
         2 => proptest::collection::vec((key_strategy(), proptest::option::of(value_strategy())), 0..8)
             .prop_map(Step::Batch),
         1 => Just(Step::Reopen),
@@ -102,6 +125,18 @@ pub fn model_random_sequences<S: Subject>(make: &impl Fn() -> S) {
     if let Err(err) = result {
         panic!("model-based test failed: {err}");
     }
+}
+
+/// The oracle's answer to a scan (`reverse`: to a reverse scan) of `range`.
+fn oracle_scan(
+    oracle: &BTreeMap<Vec<u8>, Vec<u8>>,
+    range: &KeyRange,
+    limit: usize,
+    reverse: bool,
+) -> Vec<crate::Entry> {
+    let inside = oracle.iter().filter(|(k, _)| range.contains(k));
+    let pairs: Vec<_> = if reverse { inside.rev().collect() } else { inside.collect() };
+    pairs.into_iter().take(limit).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 fn check(cond: bool, what: impl FnOnce() -> String) -> Result<(), TestCaseError> {
@@ -153,6 +188,26 @@ fn run_program<S: Subject>(mut subject: S, program: &[Step]) -> Result<(), TestC
                     .filter(|(k, _)| range.contains(k))
                     .take(*limit)
                     .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                check(got == expect, || format!("step {i} {step:?}: got {got:?}"))?;
+            }
+            Step::ScanRev { start, end, limit } => {
+                let range = KeyRange { start: start.clone(), end: end.clone() };
+                let got = index.scan_rev(&range, *limit).unwrap();
+                let expect = oracle_scan(&oracle, &range, *limit, true);
+                check(got == expect, || format!("step {i} {step:?}: got {got:?}"))?;
+            }
+            Step::Prefix { prefix, limit, reverse } => {
+                let range = KeyRange::prefix(prefix);
+                let got = if *reverse {
+                    index.scan_rev(&range, *limit).unwrap()
+                } else {
+                    index.scan(&range, *limit).unwrap()
+                };
+                let expect: Vec<_> = oracle_scan(&oracle, &KeyRange::all(), usize::MAX, *reverse)
+                    .into_iter()
+                    .filter(|(k, _)| k.starts_with(prefix))
+                    .take(*limit)
                     .collect();
                 check(got == expect, || format!("step {i} {step:?}: got {got:?}"))?;
             }

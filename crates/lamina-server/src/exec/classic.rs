@@ -201,7 +201,7 @@ impl Exec<'_> {
             let cas = self.cas_token(new_cas)?;
             let header =
                 ItemHeader { cas, ..self.new_header(request.client_flags, expires_at_secs) };
-            db.put(key, &ItemWrite { header, data: [data, &[]] }.encode())?;
+            db.put(key, ItemWrite { header, data: [data, &[]] }.encode())?;
             bump(&counters.total_items);
             let outcome = StoreOutcome { outcome: Stored::Stored, cas, size: data.len() };
             return Ok((true, outcome));

@@ -13,10 +13,10 @@ pub fn written(engine: EngineKind) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options(engine)).unwrap();
     for i in 0..2_000u32 {
-        db.put(&i.to_be_bytes(), format!("value {i}").repeat(3).as_bytes()).unwrap();
+        db.put(i.to_be_bytes(), format!("value {i}").repeat(3).as_bytes()).unwrap();
     }
     for i in (0..2_000u32).step_by(10) {
-        assert!(db.delete(&i.to_be_bytes()).unwrap());
+        assert!(db.delete(i.to_be_bytes()).unwrap());
     }
     db.close().unwrap();
     dir
