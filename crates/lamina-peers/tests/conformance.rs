@@ -78,6 +78,11 @@ impl Subject for PeerSubject {
     fn durable(&self) -> bool {
         true
     }
+
+    fn accepts_empty_key(&self) -> bool {
+        // LMDB refuses zero-length keys (the peer refuses them with KeyEmpty first).
+        self.name != "lmdb"
+    }
 }
 
 macro_rules! peer_conformance {
