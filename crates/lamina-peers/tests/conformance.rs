@@ -80,8 +80,9 @@ impl Subject for PeerSubject {
     }
 
     fn accepts_empty_key(&self) -> bool {
-        // LMDB refuses zero-length keys (the peer refuses them with KeyEmpty first).
-        self.name != "lmdb"
+        // LMDB and WiredTiger refuse zero-length keys (the peer refuses them with KeyEmpty
+        // first).
+        !(self.name == "lmdb" || self.name.starts_with("wiredtiger"))
     }
 }
 

@@ -4,6 +4,7 @@
 //! runs the syncer of `Durability::Buffered`. Its I/O bytes are the process's block-layer
 //! bytes since it opened (`/proc/self/io`): the libraries keep no such counters.
 
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -164,8 +165,20 @@ impl<B: Backend> OrderedIndex for Peer<B> {
 
     fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
         check_scan_limit(limit)?;
+        // A store without the empty key: a bound on it (valid for every store) must not reach
+        // the library, which refuses zero-length keys even to seek. Starting at or after it
+        // is starting at the first key; ending at or before it is ending before every key.
+        let on_empty = |bound: &Bound<Vec<u8>>| matches!(bound, Bound::Included(k) | Bound::Excluded(k) if k.is_empty());
+        let before_every_key = !B::ACCEPTS_EMPTY_KEY && on_empty(&range.end);
+        let stripped;
+        let range = if !B::ACCEPTS_EMPTY_KEY && on_empty(&range.start) {
+            stripped = KeyRange { start: Bound::Unbounded, end: range.end.clone() };
+            &stripped
+        } else {
+            range
+        };
         self.with(|b| {
-            if limit == 0 || range.is_empty() {
+            if limit == 0 || before_every_key || range.is_empty() {
                 return Ok(Vec::new());
             }
             let entries = b.scan(range, limit)?;
