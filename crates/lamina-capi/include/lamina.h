@@ -8,8 +8,10 @@
  *   LAMINA_* codes below. lamina_strerror(status) names a status;
  *   lamina_last_error_message(db) gives the detailed message of the calling thread's last
  *   failure on db.
- * - Keys are 1 to LAMINA_KEY_BYTES_MAX bytes, values 0 to LAMINA_VALUE_BYTES_MAX bytes,
- *   both arbitrary bytes (not NUL-terminated), ordered as unsigned byte strings. Longer
+ * - Keys are 0 to LAMINA_KEY_BYTES_MAX bytes, values 0 to LAMINA_VALUE_BYTES_MAX bytes,
+ *   both arbitrary bytes (not NUL-terminated), ordered as unsigned byte strings. The empty
+ *   key (length 0) is a key like any other, in every engine, and sorts before every other
+ *   key (as in the SIGMOD 2011 contest API, RocksDB, LevelDB and Berkeley DB). Longer
  *   input is refused with LAMINA_INVALID_ARGUMENT and nothing changes. Lengths are checked
  *   before any byte is read.
  * - A pointer argument may be NULL only where its description says so; otherwise the call
@@ -40,10 +42,20 @@ extern "C" {
 
 /* ---- Limits ------------------------------------------------------------------------- */
 
-/** Largest key, in bytes (keys are at least 1 byte). */
+/** Largest key, in bytes (the empty key, 0 bytes, is valid). */
 #define LAMINA_KEY_BYTES_MAX 1024
 /** Largest value, in bytes (the empty value is allowed). */
 #define LAMINA_VALUE_BYTES_MAX 4096
+/** The smallest disk_budget_bytes "trie" accepts: its log ring needs a 4 KiB header and one
+ *  segment of 12 chunks, each twice its 1 MiB log write buffer plus 4 KiB (about 24 MiB).
+ *  The write buffer's size (log_buffer_bytes of the trie) is not an option of the C API,
+ *  nor of the Rust `lamina::Options` it maps to. */
+#define LAMINA_TRIE_LOG_RING_BYTES_MIN 25219072
+/** The same for "mem", whose log write buffer is 256 KiB (about 6 MiB). */
+#define LAMINA_MEM_LOG_RING_BYTES_MIN 6344704
+/** lamina_iter_open_hinted: the most entries an iterator fetches at once (and its page size
+ *  without a hint). */
+#define LAMINA_ITER_PAGE_ENTRIES_MAX 128
 
 /* ---- Status codes ------------------------------------------------------------------- */
 
@@ -53,16 +65,18 @@ typedef int lamina_status;
 enum {
     /** Success. */
     LAMINA_OK = 0,
-    /** The key does not exist (get, delete), or the iterator is at the end of its range. */
+    /** The key does not exist (get, delete, and a compare-and-swap that expected a value:
+     *  nothing changed), or the iterator is at the end of its range. */
     LAMINA_NOT_FOUND = 1,
     /** lamina_iter_next: the key buffer is too small; nothing copied, not advanced. */
     LAMINA_KEY_BUFFER_TOO_SMALL = 2,
     /** The value buffer is too small; nothing copied (iterator not advanced). */
     LAMINA_VALUE_BUFFER_TOO_SMALL = 3,
-    /** lamina_compare_and_swap: the current value is not the expected one; nothing changed. */
+    /** lamina_compare_and_swap: the key holds a value other than the expected one (or holds
+     *  one where absence was expected); nothing changed. */
     LAMINA_COMPARE_FAILED = 4,
-    /** An oversized or empty key, an oversized value, NULL where not allowed, an option out
-     *  of range or an unknown engine. Nothing changed. */
+    /** An oversized key or value, NULL where not allowed, an option out of range or an
+     *  unknown engine. Nothing changed. */
     LAMINA_INVALID_ARGUMENT = 5,
     /** The device (or a disk budget) is full; the operation was not applied. */
     LAMINA_NO_SPACE = 6,
@@ -99,9 +113,16 @@ enum {
  * SONAME or ABI version yet, so rebuild against the header of the library you run with.)
  */
 typedef struct lamina_options {
-    /** Engine name ("fdtree", "fdtree-xm", "fdtree-ds", "nbtree", "latree", "latree-btree",
-     *  "fptree", "trie", "mem"; `lamina engines` lists them), NUL-terminated; NULL = the default engine ("fdtree"). An
-     *  existing database must be reopened with the engine that created it. Default NULL. */
+    /** Engine name, NUL-terminated; NULL = the default engine, "fdtree". Every engine is
+     *  durable (a log or its own files) and takes every durability mode:
+     *  - "fdtree" (= "fdtree-fc"): FD+tree with FD+FC merges; "fdtree-xm", "fdtree-ds":
+     *    the same tree with the paper's other merge schemes;
+     *  - "nbtree": NB-tree; "latree": LA-tree; "latree-btree": its unbuffered B+-tree
+     *    baseline; "fptree": FPTree over a mapped region file (8 GiB sparse);
+     *  - "trie": a concurrent trie in memory, with a log; "mem": an ordered map in memory,
+     *    with a log.
+     *  (`lamina engines` lists them.) An existing database must be reopened with the engine
+     *  that created it. Default NULL. */
     const char *engine;
     /** One of LAMINA_DURABILITY_*. Default LAMINA_DURABILITY_SYNC. */
     int durability;
@@ -112,9 +133,12 @@ typedef struct lamina_options {
     /** Block cache size, at most 1 TiB; 0 disables the cache. Default 15 MiB. */
     uint64_t cache_bytes;
     /** Most bytes the database may occupy on disk; 0 = no cap (the default). Enforced by
-     *  every engine (it may change between opens): at the budget, writes that add data
-     *  fail with LAMINA_NO_SPACE, deletes and overwrites that do not grow the data still
-     *  succeed. */
+     *  every engine but "fptree" (whose region file is fixed at creation; a nonzero value
+     *  returns LAMINA_UNSUPPORTED), and it may change between opens: at the budget, writes
+     *  that add data fail with LAMINA_NO_SPACE, deletes and overwrites that do not grow the
+     *  data still succeed. "mem" and "trie" keep their data in a log ring, which needs at
+     *  least LAMINA_MEM_LOG_RING_BYTES_MIN or LAMINA_TRIE_LOG_RING_BYTES_MIN bytes (a smaller
+     *  budget returns LAMINA_INVALID_ARGUMENT). */
     uint64_t disk_budget_bytes;
     /** Nonzero: create the directory if it does not exist. Default 1. */
     int create_if_missing;
@@ -169,7 +193,9 @@ lamina_status lamina_delete(lamina_db *db, const void *key, size_t key_len);
 
 /**
  * Atomically: if the current value of key equals expected, replaces it with new_value and
- * returns LAMINA_OK; otherwise changes nothing and returns LAMINA_COMPARE_FAILED.
+ * returns LAMINA_OK; otherwise changes nothing and says why: LAMINA_NOT_FOUND if the key
+ * is absent (and a value was expected), LAMINA_COMPARE_FAILED if it holds another value
+ * (or any value, when absence was expected). No second, non-atomic get is needed to tell.
  * expected == NULL with expected_len == 0 means "the key is absent" (insert if absent);
  * a non-NULL expected with expected_len == 0 means the empty value.
  * new_value == NULL with new_len == 0 means "delete the key"; a non-NULL new_value with
@@ -224,14 +250,30 @@ typedef struct lamina_iter lamina_iter;
 
 /**
  * Opens an iterator over the keys k with start <= k < end, in ascending order. start ==
- * NULL (with start_len 0): from the first key; end == NULL (with end_len 0): to the last.
- * A non-NULL end with end_len 0 is the empty key (an empty range). Bounds are at most
+ * NULL (with start_len 0): from the first key; a non-NULL start with start_len 0 is the
+ * empty key, which is the first key too. end == NULL (with end_len 0): to the last key; a
+ * non-NULL end with end_len 0 is the empty key (an empty range). Bounds are at most
  * LAMINA_KEY_BYTES_MAX bytes. Stores the iterator in *iter (NULL on failure).
+ * The iterator fetches pairs in pages of LAMINA_ITER_PAGE_ENTRIES_MAX; to read only a few,
+ * use lamina_iter_open_hinted.
  * An iterator is not a snapshot: every pair it returns was current at some instant during
  * the iteration, and a key present and unmodified throughout is always returned.
  */
 lamina_status lamina_iter_open(lamina_db *db, const void *start, size_t start_len,
                                const void *end, size_t end_len, lamina_iter **iter);
+
+/**
+ * lamina_iter_open with a hint of how many pairs the caller will read: the first page
+ * fetches entries_hint pairs (so a 1-row scan reads one entry, not a page of
+ * LAMINA_ITER_PAGE_ENTRIES_MAX), and each later page twice as many as the one before, up
+ * to LAMINA_ITER_PAGE_ENTRIES_MAX: reading past the hint still returns every pair, at the
+ * cost of a few more fetches. entries_hint 0 means no hint (lamina_iter_open); larger
+ * values than LAMINA_ITER_PAGE_ENTRIES_MAX are taken as it. The range and the guarantee
+ * are those of lamina_iter_open.
+ */
+lamina_status lamina_iter_open_hinted(lamina_db *db, const void *start, size_t start_len,
+                                      const void *end, size_t end_len, size_t entries_hint,
+                                      lamina_iter **iter);
 
 /**
  * Copies the next pair into key_buf (capacity *key_len) and value_buf (capacity

@@ -11,7 +11,8 @@ use lamina_facade::{Error, InvalidArgument};
 
 use crate::status::Failure;
 
-/// A key argument: 1 to `KEY_BYTES_MAX` bytes at `ptr`.
+/// A key argument: 0 to `KEY_BYTES_MAX` bytes at `ptr` (the empty key is a key; `ptr` may be
+/// NULL when `len` is 0).
 ///
 /// # Safety
 /// If `ptr` is non-NULL and `len` is within the limits, `ptr` must point to `len` readable
@@ -24,10 +25,7 @@ pub(crate) unsafe fn key<'a>(
     if len > KEY_BYTES_MAX {
         return Err(Error::from(InvalidArgument::KeyTooLong { len, max: KEY_BYTES_MAX }).into());
     }
-    if len == 0 {
-        return Err(Error::from(InvalidArgument::KeyEmpty).into());
-    }
-    // SAFETY: `len` is in 1..=KEY_BYTES_MAX; the caller's contract covers `ptr`.
+    // SAFETY: `len` is at most KEY_BYTES_MAX; the caller's contract covers `ptr`.
     unsafe { bytes(name, ptr, len) }
 }
 
@@ -173,7 +171,8 @@ mod tests {
             let err = key("key", k.as_ptr().cast(), usize::MAX).unwrap_err();
             assert_eq!(err.status, LAMINA_INVALID_ARGUMENT);
             assert!(err.message.contains("1024-byte"), "{}", err.message);
-            assert!(key("key", k.as_ptr().cast(), 0).unwrap_err().message.contains("empty"));
+            assert_eq!(key("key", k.as_ptr().cast(), 0).unwrap(), b"", "the empty key is a key");
+            assert_eq!(key("key", null(), 0).unwrap(), b"", "NULL with length 0 is the empty key");
             assert!(key("key", null(), 3).unwrap_err().message.contains("key is NULL"));
         }
     }

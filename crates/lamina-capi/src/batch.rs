@@ -223,7 +223,9 @@ mod tests {
             assert_eq!(lamina_batch_count(batch), 0);
             assert_eq!(lamina_batch_delete(batch, b"k".as_ptr().cast(), 1), LAMINA_OK);
             assert_eq!(lamina_batch_count(batch), 1);
-            assert_eq!(lamina_batch_delete(batch, b"".as_ptr().cast(), 0), LAMINA_INVALID_ARGUMENT);
+            // The empty key is a key.
+            assert_eq!(lamina_batch_delete(batch, b"".as_ptr().cast(), 0), LAMINA_OK);
+            assert_eq!(lamina_batch_count(batch), 2);
             lamina_batch_destroy(batch);
             assert_eq!(lamina_batch_count(std::ptr::null()), 0);
         }

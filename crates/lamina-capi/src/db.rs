@@ -226,6 +226,8 @@ pub unsafe extern "C" fn lamina_delete(
 /// `int lamina_compare_and_swap(lamina_db *db, const void *key, size_t key_len,
 /// const void *expected, size_t expected_len, const void *new_value, size_t new_len)`.
 /// `expected` NULL (length 0): the key must be absent. `new_value` NULL (length 0): delete.
+/// A failed swap answers `LAMINA_NOT_FOUND` when the key was absent (so the caller needs no
+/// second, non-atomic get to tell) and `LAMINA_COMPARE_FAILED` when it held another value.
 ///
 /// # Safety
 /// `db` NULL or live; each buffer NULL or readable for its length.
@@ -251,7 +253,8 @@ pub unsafe extern "C" fn lamina_compare_and_swap(
         };
         Ok(match handle.db.compare_and_swap(key, expected, new)? {
             CasOutcome::Swapped => LAMINA_OK,
-            CasOutcome::Mismatch { .. } => LAMINA_COMPARE_FAILED,
+            CasOutcome::Mismatch { current: None } => LAMINA_NOT_FOUND,
+            CasOutcome::Mismatch { current: Some(_) } => LAMINA_COMPARE_FAILED,
         })
     })
 }

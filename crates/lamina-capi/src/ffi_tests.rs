@@ -11,7 +11,8 @@ use crate::db::{
     lamina_put, lamina_verify,
 };
 use crate::iter::{
-    IterHandle, PAGE_ENTRIES, lamina_iter_close, lamina_iter_next, lamina_iter_open,
+    IterHandle, PAGE_ENTRIES, fetched, lamina_iter_close, lamina_iter_next, lamina_iter_open,
+    lamina_iter_open_hinted,
 };
 use crate::last_error::lamina_last_error_message;
 use crate::options::{LAMINA_DURABILITY_NONE, LaminaOptions};
@@ -169,6 +170,12 @@ fn compare_and_swap_distinguishes_absent_from_empty() {
     assert_eq!(cas(Some(b""), Some(b"x")), LAMINA_OK);
     assert_eq!(cas(Some(b"x"), None), LAMINA_OK);
     assert_eq!(db.get(b"k", 8).0, LAMINA_NOT_FOUND);
+    // A failed swap of an absent key is NOT_FOUND; of another value, COMPARE_FAILED.
+    assert_eq!(cas(Some(b"x"), Some(b"y")), LAMINA_NOT_FOUND);
+    assert_eq!(cas(Some(b""), None), LAMINA_NOT_FOUND);
+    assert_eq!(db.get(b"k", 8).0, LAMINA_NOT_FOUND);
+    assert_eq!(cas(None, Some(b"z")), LAMINA_OK);
+    assert_eq!(cas(Some(b"x"), Some(b"y")), LAMINA_COMPARE_FAILED);
 }
 
 #[test]
@@ -209,6 +216,45 @@ fn iteration_crosses_pages_and_is_not_advanced_by_small_buffers() {
     })
     .collect();
     assert_eq!(got, [&b"key00010"[..], b"key00011", b"key00012"]);
+    // SAFETY: live iterator, not used after.
+    unsafe { lamina_iter_close(it) };
+}
+
+#[test]
+fn the_entries_hint_sizes_the_first_page_and_pages_double() {
+    let db = TestDb::new();
+    let keys = 3 * PAGE_ENTRIES;
+    for i in 0..keys {
+        assert_eq!(db.put(format!("key{i:05}").as_bytes(), b"v"), LAMINA_OK);
+    }
+    let open = |hint: usize| {
+        let mut it = null_mut();
+        // SAFETY: live handle; unbounded range; `it` writable.
+        let status =
+            unsafe { lamina_iter_open_hinted(db.db, null(), 0, null(), 0, hint, &raw mut it) };
+        assert_eq!(status, LAMINA_OK);
+        it
+    };
+    // SAFETY: called only on live iterators (before their `lamina_iter_close`).
+    let count = |it: *mut IterHandle| fetched(unsafe { &*it });
+    // A 1-row scan reads one entry (no hint: a whole page).
+    for (hint, first_page) in [(1, 1), (10, 10), (0, PAGE_ENTRIES), (100_000, PAGE_ENTRIES)] {
+        let it = open(hint);
+        assert_eq!(next(it, 16, 16).3, b"key00000");
+        assert_eq!(count(it), first_page as u64, "hint {hint}");
+        // SAFETY: live iterator, not used after.
+        unsafe { lamina_iter_close(it) };
+    }
+    // Pages double from the hint (1, 2, 4, ...) up to PAGE_ENTRIES, and nothing is lost.
+    let it = open(1);
+    let mut fetched_after = Vec::new();
+    for i in 0..keys {
+        assert_eq!(next(it, 16, 16).3, format!("key{i:05}").as_bytes());
+        fetched_after.push(count(it));
+    }
+    assert_eq!(next(it, 16, 16).0, LAMINA_NOT_FOUND);
+    assert_eq!(&fetched_after[..8], [1, 3, 3, 7, 7, 7, 7, 15]);
+    assert_eq!(count(it), keys as u64);
     // SAFETY: live iterator, not used after.
     unsafe { lamina_iter_close(it) };
 }
@@ -312,6 +358,35 @@ fn verify_counts_the_entries_of_a_closed_database_and_refuses_an_open_one() {
     assert_eq!(unsafe { lamina_verify(null(), null(), null_mut()) }, LAMINA_INVALID_ARGUMENT);
 }
 
+/// `LAMINA_MEM_LOG_RING_BYTES_MIN` and `LAMINA_TRIE_LOG_RING_BYTES_MIN` (4 KiB + 12 chunks of
+/// 2 x the log buffer + 4 KiB): checked against the engines by
+/// `the_smallest_log_ring_is_the_one_the_header_states`.
+const LOG_RING_BYTES_MIN: [(&std::ffi::CStr, u64); 2] =
+    [(c"mem", 6_344_704), (c"trie", 25_219_072)];
+
+#[test]
+fn the_smallest_log_ring_is_the_one_the_header_states() {
+    for (engine, min) in LOG_RING_BYTES_MIN {
+        let open = |budget: u64| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap();
+            let opts = LaminaOptions {
+                engine: engine.as_ptr(),
+                disk_budget_bytes: budget,
+                ..LaminaOptions::defaults()
+            };
+            let mut db = null_mut();
+            // SAFETY: a C string, a valid options struct and a writable out pointer.
+            let status = unsafe { lamina_open(path.as_ptr(), &raw const opts, &raw mut db) };
+            // SAFETY: NULL or a live handle, not used after.
+            assert_eq!(unsafe { lamina_close(db) }, LAMINA_OK);
+            status
+        };
+        assert_eq!(open(min), LAMINA_OK, "{engine:?}");
+        assert_eq!(open(min - 1), LAMINA_INVALID_ARGUMENT, "{engine:?}");
+    }
+}
+
 /// The `NAME = value` and `#define NAME value` constants of the header.
 fn header_constants() -> Vec<(String, i64)> {
     let header = include_str!("../include/lamina.h");
@@ -351,6 +426,9 @@ fn the_header_states_the_same_constants_as_the_code() {
         ("LAMINA_DURABILITY_SYNC", LAMINA_DURABILITY_SYNC.into()),
         ("LAMINA_DURABILITY_BUFFERED", LAMINA_DURABILITY_BUFFERED.into()),
         ("LAMINA_DURABILITY_NONE", LAMINA_DURABILITY_NONE.into()),
+        ("LAMINA_MEM_LOG_RING_BYTES_MIN", LOG_RING_BYTES_MIN[0].1.try_into().unwrap()),
+        ("LAMINA_TRIE_LOG_RING_BYTES_MIN", LOG_RING_BYTES_MIN[1].1.try_into().unwrap()),
+        ("LAMINA_ITER_PAGE_ENTRIES_MAX", PAGE_ENTRIES.try_into().unwrap()),
     ];
     let mut found = header_constants();
     found.sort();

@@ -1,7 +1,11 @@
-//! Range iterators: `lamina_iter_open` / `lamina_iter_next` / `lamina_iter_close`.
+//! Range iterators: `lamina_iter_open` / `lamina_iter_open_hinted` / `lamina_iter_next` /
+//! `lamina_iter_close`.
 //!
-//! An iterator fetches the range in pages of [`PAGE_ENTRIES`] with `Db::scan`, resuming after
-//! the last key of each page, so it has the scan guarantee of the Rust API (every pair
+//! An iterator fetches the range in pages with `Db::scan`, resuming after the last key of
+//! each page. Without a hint every page is [`PAGE_ENTRIES`] entries; with a hint of `n`
+//! entries the first page is `n` (so a 1-row scan reads one entry, not 128) and each later
+//! page doubles, up to [`PAGE_ENTRIES`], so a wrong hint costs a few more scan calls, never
+//! more memory. It has the scan guarantee of the Rust API (every pair
 //! returned was current at some instant of the iteration; a key present and unmodified
 //! throughout is returned) and bounded memory. The entry at the front of the page is removed
 //! only once it has been copied out, which is what keeps the iterator in place when a buffer
@@ -23,7 +27,8 @@ use crate::status::{
     LAMINA_VALUE_BUFFER_TOO_SMALL,
 };
 
-/// Entries fetched per scan call: at most 128 x (1 KiB key + 4 KiB value) = 640 KiB held.
+/// Most entries fetched per scan call (and the page size without a hint): at most
+/// 128 x (1 KiB key + 4 KiB value) = 640 KiB held.
 pub(crate) const PAGE_ENTRIES: usize = 128;
 
 /// `lamina_iter`.
@@ -42,6 +47,11 @@ struct IterState {
     rest: Option<KeyRange>,
     /// Fetched entries not yet returned; the front one is the next.
     page: VecDeque<Entry>,
+    /// Entries the next fetch asks for: 1..=PAGE_ENTRIES, doubling after each fetch.
+    page_entries: usize,
+    /// Entries fetched so far (what the scans read), for tests of the hint.
+    #[cfg(test)]
+    fetched: u64,
 }
 
 impl IterState {
@@ -50,11 +60,18 @@ impl IterState {
         if self.page.is_empty()
             && let Some(range) = self.rest.take()
         {
-            let page = db.scan(&range, PAGE_ENTRIES)?;
-            assert!(page.len() <= PAGE_ENTRIES, "scan returned more than its limit");
-            if page.len() == PAGE_ENTRIES {
-                self.rest = Some(range.resume_after(&page[PAGE_ENTRIES - 1].0));
+            let limit = self.page_entries;
+            assert!((1..=PAGE_ENTRIES).contains(&limit), "page of {limit} entries");
+            let page = db.scan(&range, limit)?;
+            assert!(page.len() <= limit, "scan returned more than its limit");
+            if page.len() == limit {
+                self.rest = Some(range.resume_after(&page[limit - 1].0));
             }
+            #[cfg(test)]
+            {
+                self.fetched += page.len() as u64;
+            }
+            self.page_entries = (limit * 2).min(PAGE_ENTRIES);
             self.page = page.into();
         }
         Ok(self.page.front())
@@ -63,6 +80,7 @@ impl IterState {
 
 /// `int lamina_iter_open(lamina_db *db, const void *start, size_t start_len, const void *end,
 /// size_t end_len, lamina_iter **iter)`: keys in `[start, end)`; a NULL end is unbounded.
+/// The same as `lamina_iter_open_hinted` with `entries_hint` 0.
 ///
 /// # Safety
 /// `db` NULL or live; `start`/`end` NULL or readable for their lengths; `iter` NULL or
@@ -74,6 +92,28 @@ pub unsafe extern "C" fn lamina_iter_open(
     start_len: usize,
     end: *const c_void,
     end_len: usize,
+    iter: *mut *mut IterHandle,
+) -> c_int {
+    // SAFETY: the same contract.
+    unsafe { lamina_iter_open_hinted(db, start, start_len, end, end_len, 0, iter) }
+}
+
+/// `int lamina_iter_open_hinted(lamina_db *db, const void *start, size_t start_len,
+/// const void *end, size_t end_len, size_t entries_hint, lamina_iter **iter)`: keys in
+/// `[start, end)` (a NULL end is unbounded), fetched in pages of `entries_hint` entries
+/// first (0: no hint, pages of [`PAGE_ENTRIES`]; larger hints are capped at it), doubling.
+///
+/// # Safety
+/// `db` NULL or live; `start`/`end` NULL or readable for their lengths; `iter` NULL or
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lamina_iter_open_hinted(
+    db: *const DbHandle,
+    start: *const c_void,
+    start_len: usize,
+    end: *const c_void,
+    end_len: usize,
+    entries_hint: usize,
     iter: *mut *mut IterHandle,
 ) -> c_int {
     guarded(Scope::of(db), || {
@@ -94,7 +134,15 @@ pub unsafe extern "C" fn lamina_iter_open(
             start: start.map_or(Bound::Unbounded, |s| Bound::Included(s.to_vec())),
             end: end.map_or(Bound::Unbounded, |e| Bound::Excluded(e.to_vec())),
         };
-        let state = IterState { rest: Some(range), page: VecDeque::new() };
+        let page_entries =
+            if entries_hint == 0 { PAGE_ENTRIES } else { entries_hint.min(PAGE_ENTRIES) };
+        let state = IterState {
+            rest: Some(range),
+            page: VecDeque::new(),
+            page_entries,
+            #[cfg(test)]
+            fetched: 0,
+        };
         let it = IterHandle {
             db: Arc::clone(&handle.db),
             scope: Scope::of(db),
@@ -104,6 +152,12 @@ pub unsafe extern "C" fn lamina_iter_open(
         unsafe { iter.write(Box::into_raw(Box::new(it))) };
         Ok(LAMINA_OK)
     })
+}
+
+/// Entries the iterator's scans have fetched so far (tests of the page-size hint).
+#[cfg(test)]
+pub(crate) fn fetched(iter: &IterHandle) -> u64 {
+    iter.state.lock().unwrap().fetched
 }
 
 /// `int lamina_iter_next(lamina_iter *iter, void *key_buf, size_t *key_len, void *value_buf,

@@ -11,6 +11,11 @@
 //! `<target-dir>[/<triple>]/<profile-dir>/deps/c_suite-<hash>`). That is a no-op when the
 //! library is fresh, and it guarantees the C suite never runs against a stale library.
 
+#[path = "support/signatures.rs"]
+#[allow(dead_code)] // the Rust-side half is used by tests/header_signatures.rs
+mod signatures;
+
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -195,6 +200,40 @@ fn the_shared_library_exports_only_lamina_symbols() {
     let mut exported = symbols.clone();
     exported.sort_unstable();
     assert_eq!(exported, declared, "exported symbols and header declarations differ");
+}
+
+#[test]
+fn every_declared_function_links_with_its_declared_type() {
+    let dir = library_dir();
+    let header = std::fs::read_to_string(Path::new(CRATE_DIR).join("include/lamina.h")).unwrap();
+    let declared = signatures::header_functions(&header);
+    assert!(declared.len() >= 20, "only {} prototypes found", declared.len());
+    // One typed function pointer per prototype, initialized with the function's address:
+    // -Werror turns a type the parse got wrong into an error, and the link fails for a
+    // function the library does not define.
+    let mut c = String::from("#include <stdio.h>\n#include \"lamina.h\"\n\nint main(void) {\n");
+    c.push_str("    int taken = 0;\n");
+    for (name, (types, _)) in &declared {
+        let params = if types.len() == 1 { "void".to_owned() } else { types[1..].join(", ") };
+        writeln!(c, "    {{ {} (*f)({params}) = {name}; taken += f != NULL; }}", types[0]).unwrap();
+    }
+    c.push_str("    printf(\"%d\\n\", taken);\n    return 0;\n}\n");
+    let build = tempfile::tempdir().unwrap();
+    let source = build.path().join("signatures.c");
+    std::fs::write(&source, &c).unwrap();
+    let program = build.path().join("signatures");
+    run(Command::new(c_compiler())
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+        .arg("-I")
+        .arg(Path::new(CRATE_DIR).join("include"))
+        .arg(&source)
+        .arg("-L")
+        .arg(&dir)
+        .arg("-llamina")
+        .arg("-o")
+        .arg(&program));
+    let output = run(Command::new(&program).env("LD_LIBRARY_PATH", &dir));
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), declared.len().to_string());
 }
 
 /// Names `lamina_*` immediately followed by `(` in the header: its functions (and mentions of

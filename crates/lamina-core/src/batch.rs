@@ -129,8 +129,8 @@ mod tests {
         batch.put("a", vec![0u8; 4097]);
         assert!(batch.validate().is_err());
         let mut batch = WriteBatch::new();
-        batch.delete(Vec::new());
-        assert!(batch.validate().is_err());
+        batch.delete(Vec::new()).put(Vec::new(), "v");
+        assert!(batch.validate().is_ok(), "the empty key is a key");
     }
 
     #[test]

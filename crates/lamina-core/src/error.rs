@@ -62,8 +62,10 @@ pub enum Error {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InvalidArgument {
-    /// Keys must be at least [`crate::limits::KEY_BYTES_MIN`] byte long.
-    #[error("key is empty; keys must be 1 to 1024 bytes")]
+    /// The empty key, refused by a store that cannot hold it (some peer engines, and the
+    /// memcached protocol). lamina's own engines accept it ([`crate::limits::KEY_BYTES_MIN`]
+    /// is 0).
+    #[error("key is empty; this store does not accept the empty key")]
     KeyEmpty,
     /// Key longer than [`crate::limits::KEY_BYTES_MAX`].
     #[error("key is {len} bytes, over the {max}-byte limit")]

@@ -2,13 +2,16 @@
 //! changes anything, so oversized input is refused with [`Error::InvalidArgument`] and the
 //! store is left as it was.
 //!
-//! The numbers are those of the SIGMOD 2011 programming contest API (keys of 1 to 1024
-//! bytes, values of up to 4096 bytes), which docs/DESIGN.md adopts for every engine.
+//! The numbers are those of the SIGMOD 2011 programming contest API (keys of 0 to 1024
+//! bytes, values of up to 4096 bytes), which docs/DESIGN.md adopts for every engine. The
+//! empty key is a key like any other (as in the contest, RocksDB, LevelDB and Berkeley DB):
+//! every engine stores it, and it sorts before every other key.
 
 use crate::error::{Error, InvalidArgument};
 
-/// Smallest key, in bytes. The empty key is refused: engines reserve it as "-infinity".
-pub const KEY_BYTES_MIN: usize = 1;
+/// Smallest key, in bytes: the empty key is valid and sorts first. (Until format changes of
+/// November 2026 it was 1, and engines used the empty key as "-infinity"; none does now.)
+pub const KEY_BYTES_MIN: usize = 0;
 /// Largest key, in bytes.
 pub const KEY_BYTES_MAX: usize = 1024;
 /// Largest value, in bytes. The empty value is allowed.
@@ -20,11 +23,8 @@ pub const BATCH_BYTES_MAX: usize = 64 << 20;
 /// Most entries one `scan` call returns; larger requests are paged by the caller.
 pub const SCAN_LIMIT_MAX: usize = 1 << 20;
 
-/// Checks a key against [`KEY_BYTES_MIN`]..=[`KEY_BYTES_MAX`].
+/// Checks a key against [`KEY_BYTES_MIN`]..=[`KEY_BYTES_MAX`] (the empty key is valid).
 pub fn check_key(key: &[u8]) -> Result<(), Error> {
-    if key.len() < KEY_BYTES_MIN {
-        return Err(Error::InvalidArgument(InvalidArgument::KeyEmpty));
-    }
     if key.len() > KEY_BYTES_MAX {
         return Err(Error::InvalidArgument(InvalidArgument::KeyTooLong {
             len: key.len(),
@@ -89,6 +89,7 @@ mod tests {
     #[test]
     fn key_limits_are_inclusive() {
         assert!(check_key(&[0u8; KEY_BYTES_MIN]).is_ok());
+        assert!(check_key(&[]).is_ok(), "the empty key is a key");
         let bounded = |start: Vec<u8>, end: Vec<u8>| crate::KeyRange {
             start: std::ops::Bound::Included(start),
             end: std::ops::Bound::Excluded(end),
@@ -97,7 +98,6 @@ mod tests {
         assert!(check_range(&bounded(vec![0u8; KEY_BYTES_MAX + 1], vec![1])).is_err());
         assert!(check_range(&bounded(vec![1], vec![0u8; KEY_BYTES_MAX + 1])).is_err());
         assert!(check_key(&[0u8; KEY_BYTES_MAX]).is_ok());
-        assert!(matches!(check_key(&[]), Err(Error::InvalidArgument(InvalidArgument::KeyEmpty))));
         let err = check_key(&[0u8; KEY_BYTES_MAX + 1]).unwrap_err();
         assert!(err.to_string().contains("1024-byte"), "{err}");
         assert!(err.to_string().contains("1025"), "{err}");

@@ -54,7 +54,7 @@ impl Tree {
     /// The `L_0` part of a lookup (under the tree lock).
     pub(crate) fn lookup_plan(&self, key: &[u8]) -> Plan {
         let (old_runs, levels, first) = if let Some(fc) = &self.fc
-            && key > fc.wavefront_key.as_slice()
+            && fc.wavefront_key.as_deref().is_none_or(|w| key > w)
         {
             let first = fc.old_fences.at_or_before(key).or(fc.wavefront_ptr);
             (Some(fc.old_runs.clone()), fc.old_levels.clone(), first)

@@ -43,15 +43,15 @@ impl Tree {
             disk: runs.iter().chain(more_runs).chain(levels).cloned().collect(),
         };
         if let Some(fc) = &self.fc {
-            let w = fc.wavefront_key.as_slice();
             let mut out = Vec::new();
-            if !w.is_empty() {
+            let mut ahead = range.clone();
+            if let Some(w) = fc.wavefront_key.as_deref() {
                 let behind = KeyRange { start: range.start.clone(), end: clip_end(&range.end, w) };
                 if !behind.is_empty() {
                     out.push((view(&self.top.runs, &[], &self.levels), behind));
                 }
+                ahead = KeyRange { start: clip_start(&range.start, w), end: range.end.clone() };
             }
-            let ahead = KeyRange { start: clip_start(&range.start, w), end: range.end.clone() };
             if !ahead.is_empty() {
                 out.push((view(&self.top.runs, &fc.old_runs, &fc.old_levels), ahead));
             }

@@ -254,9 +254,10 @@ impl Tree {
         self.fc.is_some() || self.side.is_some()
     }
 
-    /// The wavefront key (I7) of an FD+FC merge in progress (empty: `-infinity`).
-    pub fn wavefront_key(&self) -> Option<&[u8]> {
-        self.fc.as_ref().map(|fc| fc.wavefront_key.as_slice())
+    /// The wavefront key (I7) of an FD+FC merge in progress: `None` without one, `Some(None)`
+    /// at `-infinity` (the empty key is a user key, so it cannot stand for `-infinity`).
+    pub fn wavefront_key(&self) -> Option<Option<&[u8]>> {
+        self.fc.as_ref().map(|fc| fc.wavefront_key.as_deref())
     }
 
     pub(crate) fn alloc_file_id(&mut self) -> Result<u32> {

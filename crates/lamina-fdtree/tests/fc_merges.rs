@@ -94,8 +94,8 @@ fn lookups_scans_and_writes_on_both_sides_of_the_wavefront() {
         }
         assert!(stage < 1000, "the wavefront never moved");
     }
-    let wavefront = db.with_tree(|t| t.wavefront_key().map(<[u8]>::to_vec)).unwrap();
-    let wavefront = wavefront.expect("the merge is in progress");
+    let wavefront = db.with_tree(|t| t.wavefront_key().map(|w| w.map(<[u8]>::to_vec))).unwrap();
+    let wavefront = wavefront.expect("the merge is in progress").expect("left -infinity");
     assert!(!wavefront.is_empty() && wavefront.as_slice() < key(1000).as_slice(), "{wavefront:?}");
     assert!(db.with_tree(Tree::reclaimed_old_blocks).unwrap() > 0, "m-delete reclaimed nothing");
     // Every key is found, behind the wavefront (new levels) and beyond it (old levels).
@@ -135,6 +135,34 @@ fn lookups_scans_and_writes_on_both_sides_of_the_wavefront() {
 
 /// Writers never wait for a merge up to `RUNS_PACE_FLOOR` runs: with the merge held for
 /// good, they write many memtables' worth, which go to disk as runs of `L_0^new`.
+/// The empty key is a user key, and `-infinity` is not: it is found, and scanned first, at
+/// every stage of a merge (the wavefront starts below it and then passes it).
+#[test]
+fn the_empty_key_is_found_at_every_stage_of_a_merge() {
+    let db = volatile();
+    db.put(b"", b"empty").unwrap();
+    let (db, mut oracle) = tree_with_a_held_merge(db, 600);
+    oracle.insert(Vec::new(), b"empty".to_vec());
+    for stage in 0..1000 {
+        db.with_tree(Tree::verify_wavefront).unwrap().unwrap();
+        assert_eq!(db.get(b"").unwrap().as_deref(), Some(&b"empty"[..]), "stage {stage}");
+        let first = db.scan(&KeyRange::all(), 1).unwrap();
+        assert_eq!(first, [(Vec::new(), b"empty".to_vec())], "stage {stage}");
+        if stage % 50 == 0 {
+            assert_content(&db, &oracle);
+        }
+        db.step_merge();
+        if !db.with_tree(Tree::merge_in_progress).unwrap() {
+            break;
+        }
+    }
+    db.hold_merges(false);
+    db.wait_for_merges().unwrap();
+    assert!(db.delete(b"").unwrap());
+    oracle.remove(&Vec::new());
+    assert_content(&db, &oracle);
+}
+
 #[test]
 fn writers_are_never_held_up_by_a_merge() {
     let (db, mut oracle) = tree_with_a_held_merge(volatile(), 600);
@@ -367,7 +395,8 @@ fn crash_in_the_middle_of_a_merge(reopen_as: FcMode) {
     for _ in 0..20 {
         db.step_merge();
     }
-    let wavefront = db.with_tree(|t| t.wavefront_key().map(<[u8]>::to_vec)).unwrap().unwrap();
+    let wavefront = db.with_tree(|t| t.wavefront_key().map(|w| w.map(<[u8]>::to_vec))).unwrap();
+    let wavefront = wavefront.expect("the merge is in progress").expect("left -infinity");
     assert!(!wavefront.is_empty());
     storage.crash().unwrap();
     db.hold_merges(false);
@@ -378,7 +407,8 @@ fn crash_in_the_middle_of_a_merge(reopen_as: FcMode) {
     let shared: Arc<dyn Storage> = Arc::new(recovered.clone());
     let store = lamina_fdtree::store::BlockStore::new(shared.clone(), &params);
     let (tree, _, _cleanup) = Tree::recover(params, store, true).unwrap();
-    let resumed_at = tree.wavefront_key().map(<[u8]>::to_vec).expect("a merge to resume");
+    let resumed_at = tree.wavefront_key().expect("a merge to resume").map(<[u8]>::to_vec);
+    let resumed_at = resumed_at.expect("a committed wavefront past -infinity");
     assert!(!resumed_at.is_empty() && resumed_at <= wavefront, "{resumed_at:?} vs {wavefront:?}");
     assert!(tree.reclaimed_old_blocks() > 0, "old blocks freed before the crash");
     drop(tree);

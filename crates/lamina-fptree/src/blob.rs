@@ -10,7 +10,7 @@
 //! | offset | size | field |
 //! | --- | --- | --- |
 //! | 0 | 4 | masked CRC32C of bytes 4..16 + key + value |
-//! | 4 | 2 | key length, 1..=1024 |
+//! | 4 | 2 | key length, 0..=1024 (0: the empty key) |
 //! | 6 | 2 | magic `0xB10B` |
 //! | 8 | 4 | value length, 0..=4096 |
 //! | 12 | 4 | reserved, 0 |
@@ -19,7 +19,7 @@
 
 use lamina_core::checksum::masked_crc32c;
 use lamina_core::codec::DecodeError;
-use lamina_core::limits::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
+use lamina_core::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 
 /// Bytes before the key.
 pub const BLOB_HEADER_BYTES: usize = 16;
@@ -35,7 +35,7 @@ pub fn blob_len(key: &[u8], value: &[u8]) -> usize {
 
 /// Encodes a record blob.
 pub fn encode_blob(key: &[u8], value: &[u8]) -> Vec<u8> {
-    assert!((KEY_BYTES_MIN..=KEY_BYTES_MAX).contains(&key.len()), "key length checked by caller");
+    assert!(key.len() <= KEY_BYTES_MAX, "key length checked by caller (the empty key is a key)");
     assert!(value.len() <= VALUE_BYTES_MAX, "value length checked by caller");
     debug_assert!(blob_len(key, value) <= BLOB_BYTES_MAX);
     let mut out = Vec::with_capacity(blob_len(key, value));
@@ -72,7 +72,7 @@ impl BlobHeader {
         if magic != BLOB_MAGIC {
             return Err(DecodeError::new(6, format!("bad blob magic {magic:#x}")));
         }
-        if !(KEY_BYTES_MIN..=KEY_BYTES_MAX).contains(&key_len) {
+        if key_len > KEY_BYTES_MAX {
             return Err(DecodeError::new(4, format!("key length {key_len} out of range")));
         }
         if value_len > VALUE_BYTES_MAX {

@@ -39,7 +39,8 @@ pub fn batch_is_all_or_nothing_on_bad_input<S: Subject>(make: &impl Fn() -> S) {
     for i in 0..50 {
         batch.put(key("b", i), b"v".to_vec());
     }
-    batch.delete(b"keep".to_vec()).put(Vec::new(), b"bad".to_vec());
+    let long_key = vec![b'k'; crate::limits::KEY_BYTES_MAX + 1];
+    batch.delete(b"keep".to_vec()).put(Vec::new(), b"fine".to_vec()).put(long_key, b"bad".to_vec());
     assert!(db.write_batch(&batch).unwrap_err().is_invalid_argument());
     let expect: BTreeMap<Vec<u8>, Vec<u8>> = [(b"keep".to_vec(), b"v".to_vec())].into();
     assert_eq!(dump(&db), expect, "a refused batch must leave the store unchanged");

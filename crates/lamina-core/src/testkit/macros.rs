@@ -18,6 +18,8 @@ macro_rules! conformance_tests {
                 basic_put_get_overwrite_delete,
                 edge_case_keys_and_values,
                 prefix_keys_are_distinct,
+                empty_key_is_a_key,
+                empty_key_survives_reopen_and_crash,
                 refused_input_changes_nothing,
                 closed_handle_refuses_calls,
                 stats_name_the_engine,

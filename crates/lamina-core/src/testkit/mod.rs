@@ -7,7 +7,7 @@
 //!
 //! Each case is its own `#[test]`, so a failure names the case. Cases check the API contract
 //! of [`crate::OrderedIndex`] against an in-memory oracle (a `BTreeMap`): basic operations and
-//! edge-case keys, refused input that must change nothing, ordered scans, compare-and-swap
+//! edge-case keys (the empty key among them), refused input that must change nothing, ordered scans, compare-and-swap
 //! (including the SIGMOD 2011 contest's concurrent increment test), atomic batches,
 //! model-based random sequences (with close/reopen and crash steps where the subject
 //! supports them), and concurrent readers, writers and scans.
@@ -17,6 +17,7 @@ mod batch;
 mod cas;
 mod concurrency;
 mod durable;
+mod empty_key;
 mod limits;
 mod macros;
 mod model;
@@ -29,6 +30,7 @@ pub use batch::*;
 pub use cas::*;
 pub use concurrency::*;
 pub use durable::*;
+pub use empty_key::*;
 pub use limits::*;
 pub use model::*;
 pub use scan::*;

@@ -65,10 +65,11 @@ pub enum Step {
     Crash,
 }
 
-/// Keys from a small alphabet so that programs collide, share prefixes and hit 0x00/0xFF.
+/// Keys from a small alphabet so that programs collide, share prefixes and hit 0x00/0xFF
+/// and the empty key (about one key in 16).
 fn key_strategy() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
-        4 => proptest::collection::vec(prop::sample::select(vec![0x00u8, b'a', b'b', 0xff]), 1..4),
+        4 => proptest::collection::vec(prop::sample::select(vec![0x00u8, b'a', b'b', 0xff]), 0..4),
         1 => proptest::collection::vec(any::<u8>(), 1..40),
     ]
 }
@@ -145,6 +146,11 @@ fn check(cond: bool, what: impl FnOnce() -> String) -> Result<(), TestCaseError>
 
 #[allow(clippy::too_many_lines)] // one match arm per operation reads best as one function
 fn run_program<S: Subject>(mut subject: S, program: &[Step]) -> Result<(), TestCaseError> {
+    let program = if subject.accepts_empty_key() {
+        program.to_vec()
+    } else {
+        program.iter().map(without_empty_key).collect()
+    };
     let mut oracle: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut db = Some(subject.open().map_err(|e| TestCaseError::fail(e.to_string()))?);
     for (i, step) in program.iter().enumerate() {
@@ -250,4 +256,23 @@ fn run_program<S: Subject>(mut subject: S, program: &[Step]) -> Result<(), TestC
     check(content == oracle, || "final content differs from the oracle".to_string())?;
     index.close().unwrap();
     Ok(())
+}
+
+/// The step with every written or read empty key replaced by `[0x00]`, for subjects that
+/// refuse the empty key (scan bounds keep it: it is a valid bound everywhere).
+fn without_empty_key(step: &Step) -> Step {
+    let fix = |k: &Vec<u8>| if k.is_empty() { vec![0x00] } else { k.clone() };
+    match step {
+        Step::Get(k) => Step::Get(fix(k)),
+        Step::Put(k, v) => Step::Put(fix(k), v.clone()),
+        Step::Delete(k) => Step::Delete(fix(k)),
+        Step::Cas { key, expect_current, expected, new } => Step::Cas {
+            key: fix(key),
+            expect_current: *expect_current,
+            expected: expected.clone(),
+            new: new.clone(),
+        },
+        Step::Batch(ops) => Step::Batch(ops.iter().map(|(k, v)| (fix(k), v.clone())).collect()),
+        other => other.clone(),
+    }
 }

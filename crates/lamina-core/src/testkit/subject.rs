@@ -18,6 +18,13 @@ pub trait Subject {
     /// Whether the store survives `close` followed by `open`.
     fn durable(&self) -> bool;
 
+    /// Whether the store holds the empty key. Every lamina engine does; a peer engine that
+    /// cannot (LMDB, for one) refuses it with `InvalidArgument::KeyEmpty`, and the kit checks
+    /// that refusal instead.
+    fn accepts_empty_key(&self) -> bool {
+        true
+    }
+
     /// Whether [`Subject::crash`] is supported. Subjects that support it must open with
     /// `Durability::Sync`, so every acknowledged write survives a crash.
     fn can_crash(&self) -> bool {

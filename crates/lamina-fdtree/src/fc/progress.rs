@@ -20,7 +20,10 @@ use crate::merge::Trigger;
 use crate::persist::manifest::{LEVELS_MAX, RUNS_MAX};
 
 const MAGIC: u32 = u32::from_le_bytes(*b"FDMP");
-const VERSION: u32 = 2;
+/// Version 3 encodes the wavefront as a flag and a key (version 2 had only the key, empty for
+/// `-infinity`, when the empty key was no user key; it is still read).
+const VERSION: u32 = 3;
+const VERSION_EMPTY_KEY_IS_NEG_INFINITY: u32 = 2;
 /// Most entries of one tail block or of `L_0^new`'s fences.
 const ENTRIES_MAX: u64 = 1 << 24;
 
@@ -50,8 +53,8 @@ pub struct MergeProgress {
     pub skipped_preemptively: u64,
     /// Whether merge-prepare tightened the data level (stats).
     pub tightened_preemptively: u64,
-    /// (I7) wavefront key (empty: `-infinity`).
-    pub wavefront_key: Vec<u8>,
+    /// (I7) wavefront key (`None`: `-infinity`).
+    pub wavefront_key: Option<Vec<u8>>,
     /// The wavefront fence's pointer.
     pub wavefront_ptr: Option<BlockPtr>,
     /// The last key merge-execute processed (`None`: none yet).
@@ -108,7 +111,13 @@ impl MergeProgress {
         {
             put_varint(out, v);
         }
-        put_bytes(out, &self.wavefront_key);
+        match &self.wavefront_key {
+            None => out.push(0),
+            Some(k) => {
+                out.push(1);
+                put_bytes(out, k);
+            }
+        }
         put_ptr(out, self.wavefront_ptr);
         match &self.processed {
             None => out.push(0),
@@ -166,7 +175,7 @@ impl Decode for MergeProgress {
             return Err(DecodeError::new(0, "not an fdtree merge progress record"));
         }
         let version = r.u32()?;
-        if version != VERSION {
+        if version != VERSION && version != VERSION_EMPTY_KEY_IS_NEG_INFINITY {
             return Err(DecodeError::new(4, format!("merge progress version {version}")));
         }
         let trigger = match r.u8()? {
@@ -181,7 +190,15 @@ impl Decode for MergeProgress {
         if m == 0 || m > LEVELS_MAX || height_before > LEVELS_MAX {
             return Err(r.error(format!("m {m}, height {height_before}")));
         }
-        let wavefront_key = r.bytes_with_len(KEY_BYTES_MAX)?.to_vec();
+        let wavefront_key = if version == VERSION_EMPTY_KEY_IS_NEG_INFINITY {
+            Some(r.bytes_with_len(KEY_BYTES_MAX)?.to_vec()).filter(|k| !k.is_empty())
+        } else {
+            match r.u8()? {
+                0 => None,
+                1 => Some(r.bytes_with_len(KEY_BYTES_MAX)?.to_vec()),
+                other => return Err(r.error(format!("wavefront flag {other}"))),
+            }
+        };
         let wavefront_ptr = get_ptr(&mut r)?;
         let processed = match r.u8()? {
             0 => None,
@@ -260,7 +277,7 @@ mod tests {
             height_before: 4,
             skipped_preemptively: 1,
             tightened_preemptively: 0,
-            wavefront_key: b"key-17".to_vec(),
+            wavefront_key: Some(b"key-17".to_vec()),
             wavefront_ptr: Some(BlockPtr { file: 4, index: 9 }),
             processed: Some(b"key-19".to_vec()),
             p_last: None,
@@ -289,6 +306,38 @@ mod tests {
         let bytes = p.encode();
         assert_eq!(bytes.len(), p.encoded_len());
         assert_eq!(MergeProgress::decode(&bytes).unwrap(), p);
+    }
+
+    /// The same record as version 2 wrote it: no wavefront flag (empty key = `-infinity`).
+    fn as_version_2(p: &MergeProgress) -> Vec<u8> {
+        let mut body = Vec::new();
+        p.encode_body(&mut body);
+        body[4..8].copy_from_slice(&VERSION_EMPTY_KEY_IS_NEG_INFINITY.to_le_bytes());
+        // magic, version, trigger and four one-byte varints, then the wavefront flag.
+        let flag = body.remove(13);
+        assert_eq!(flag, u8::from(p.wavefront_key.is_some()));
+        if p.wavefront_key.is_none() {
+            body.insert(13, 0); // the empty key's length
+        }
+        let mut out = Vec::new();
+        sealed::seal(&mut out, |out| out.extend_from_slice(&body));
+        out
+    }
+
+    #[test]
+    fn version_2_records_still_decode() {
+        for wavefront_key in [None, Some(b"key-17".to_vec())] {
+            let p = MergeProgress { wavefront_key, ..sample() };
+            assert_eq!(MergeProgress::decode(&as_version_2(&p)).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn the_empty_key_as_wavefront_is_not_neg_infinity() {
+        for wavefront_key in [None, Some(Vec::new())] {
+            let p = MergeProgress { wavefront_key, ..sample() };
+            assert_eq!(MergeProgress::decode(&p.encode()).unwrap(), p);
+        }
     }
 
     #[test]

@@ -60,10 +60,13 @@ impl Tree {
         // fence).
         let mut old_fences = std::mem::take(&mut self.top.fences);
         let old_top_fences = old_fences.iter().map(|(k, p)| (k.to_vec(), p)).collect();
-        if p.wavefront_key.is_empty() {
-            old_fences.take_neg_infinity();
-        } else {
-            old_fences.remove_through(&p.wavefront_key);
+        match &p.wavefront_key {
+            None => {
+                old_fences.take_neg_infinity();
+            }
+            Some(w) => {
+                old_fences.remove_through(w);
+            }
         }
         let keys_max = merged.iter().map(|l| l.stats.data_entries()).sum();
         let writers = self.restore_new_levels(manifest, &p, &path, keys_max, known, cleanup)?;

@@ -137,14 +137,14 @@ fn m_delete_top(host: &dyn FcHost, run: &mut MergeRun) -> Result<Option<Vec<u8>>
         }
         let fc = t.fc.as_mut().expect("an FD+FC merge is in progress");
         if let Some(k) = &written
-            && k.as_slice() > fc.wavefront_key.as_slice()
+            && fc.wavefront_key.as_ref().is_none_or(|w| k > w)
         {
             if let Some(ptr) = fc.old_fences.remove_through(k) {
                 fc.wavefront_ptr = Some(ptr);
             }
-            fc.wavefront_key.clone_from(k);
+            fc.wavefront_key = Some(k.clone());
         }
-        Ok((!fc.wavefront_key.is_empty()).then(|| fc.wavefront_key.clone()))
+        Ok(fc.wavefront_key.clone())
     })
 }
 

@@ -22,8 +22,9 @@ pub(crate) struct FcState {
     /// `L_0^old`'s fences without the wavefront fence, emptied from the left by m-delete.
     pub old_fences: Fences,
     /// (I7): entries with keys `<= wavefront_key` have been processed and are found from
-    /// `L_0^new`; larger keys are found from `L_0^old`. Empty = `-infinity`.
-    pub wavefront_key: Vec<u8>,
+    /// `L_0^new`; larger keys are found from `L_0^old`. `None` = `-infinity` (nothing
+    /// processed yet; `Some` of the empty key once the empty key itself is behind it).
+    pub wavefront_key: Option<Vec<u8>>,
     /// The wavefront fence's pointer: the current head block of `L_succ(0)^old` (none if
     /// the tree had no disk level).
     pub wavefront_ptr: Option<BlockPtr>,
@@ -152,7 +153,7 @@ impl Tree {
         self.fc = Some(FcState {
             old_runs: old_runs.clone(),
             old_fences,
-            wavefront_key: Vec::new(),
+            wavefront_key: None,
             wavefront_ptr,
             old_levels: old_levels.clone(),
             m,

@@ -16,7 +16,9 @@ impl Tree {
     /// wavefront find everything on disk).
     pub fn verify_wavefront(&self) -> Result<()> {
         let Some(fc) = &self.fc else { return Err(violation("no merge in progress")) };
-        let w = fc.wavefront_key.as_slice();
+        let w = fc.wavefront_key.as_deref();
+        // Keys beyond the wavefront (every key, at `-infinity`).
+        let beyond = |k: &[u8]| w.is_none_or(|w| k > w);
         for source in fc.old_sources() {
             let head = source.latches.head();
             if head == 0 {
@@ -25,7 +27,7 @@ impl Tree {
             let ix = source.index.read();
             if head < ix.blocks() {
                 let next = ix.block_first_key(head).unwrap_or_default();
-                if next > w {
+                if beyond(next) {
                     return Err(violation(format!(
                         "file {}: block {} reclaimed, but its successor starts at {next:?}, \
                          beyond the wavefront {w:?}",
@@ -36,7 +38,7 @@ impl Tree {
             }
         }
         if let Some((k, _)) = fc.old_fences.iter().next()
-            && k <= w
+            && !beyond(k)
         {
             return Err(violation(format!("L_0^old keeps fence {k:?} behind the wavefront")));
         }
@@ -44,8 +46,8 @@ impl Tree {
         if let Some(level) = data {
             let ix = level.index.read();
             if let Some(last) = ix.blocks().checked_sub(1)
-                && ix.block_first_key(last).is_some_and(|k| k > w)
-                && !w.is_empty()
+                && ix.block_first_key(last).is_some_and(beyond)
+                && w.is_some()
             {
                 return Err(violation(
                     "a written block of the data level starts beyond the wavefront",

@@ -7,8 +7,11 @@
 //! paper's case 4 (a delete followed by an insert in one level) never arises; a lookup
 //! stops at the first level with a data entry for its key (cases 2 and 3).
 //!
-//! The empty key is the paper's dummy key `-infinity` (footnote 3); it appears only in
-//! fences, because user keys are at least one byte long.
+//! A fence with the empty key is the paper's dummy fence at `-infinity` (footnote 3): the
+//! empty key sorts before every other key, so "keys at or after the empty key" is every key,
+//! and the empty key can also be a user key (a data entry), ordered after its fence like any
+//! key. (Until November 2026 user keys were at least one byte long; stores written then
+//! hold the empty key only in fences, which read the same.)
 //!
 //! Encoding (`docs/format/fdtree-block.md`): kind (u8), key (varint length, bytes), then
 //! - fence: the block pointer, file (u32 LE) and block index (u32 LE);
@@ -61,7 +64,7 @@ pub enum EntryRef<'a> {
     /// Fence: every key in `[key, next fence's key)` of the next materialized level lives in
     /// block `ptr` or after it (section 2.1).
     Fence {
-        /// Key (empty: `-infinity`).
+        /// Key (empty: `-infinity`, the start of the key space).
         key: &'a [u8],
         /// Block of the next materialized level.
         ptr: BlockPtr,
@@ -137,8 +140,8 @@ impl<'a> EntryRef<'a> {
         }
     }
 
-    /// Decodes one entry; keys and values are checked against the given maxima, and only
-    /// fences may have the empty (`-infinity`) key.
+    /// Decodes one entry; keys and values are checked against the given maxima. Any entry,
+    /// fence or data, may have the empty key (the smallest key, `-infinity` on a fence).
     pub fn decode_from(
         reader: &mut Reader<'a>,
         key_bytes_max: usize,
@@ -162,9 +165,6 @@ impl<'a> EntryRef<'a> {
             KIND_INSERT => EntryRef::Insert { key, value: reader.bytes_with_len(value_bytes_max)? },
             other => return Err(DecodeError::new(at, format!("unknown entry kind {other}"))),
         };
-        if entry.is_data() && key.is_empty() {
-            return Err(DecodeError::new(at, "data entry with the empty key"));
-        }
         Ok(entry)
     }
 
@@ -187,7 +187,7 @@ impl<'a> EntryRef<'a> {
 pub enum Entry {
     /// See [`EntryRef::Fence`].
     Fence {
-        /// Key (empty: `-infinity`).
+        /// Key (empty: `-infinity`, the start of the key space).
         key: Vec<u8>,
         /// Block of the next materialized level.
         ptr: BlockPtr,
@@ -270,9 +270,10 @@ mod tests {
         }
         out[0] = 9;
         assert!(EntryRef::decode_from(&mut Reader::new(&out), 10, 100).is_err());
+        // The empty key is a key (a user key, since November 2026), on data entries too.
         let mut out = Vec::new();
         EntryRef::Delete { key: b"", cancelled_len: 0 }.encode_to(&mut out);
-        assert!(EntryRef::decode_from(&mut Reader::new(&out), 10, 100).is_err());
+        assert!(EntryRef::decode_from(&mut Reader::new(&out), 10, 100).is_ok());
         // A cancelled length beyond u32.
         let mut out = vec![KIND_DELETE, 1, b'k'];
         put_varint(&mut out, u64::from(u32::MAX) + 1);

@@ -2,7 +2,7 @@
 //! delete is simply appended to the buffer"), with the sequence number (the paper's timestamp)
 //! that orders updates of the same key. Layout in `docs/format/latree-buffer.md`.
 //!
-//! Invariants: the key is `KEY_BYTES_MIN..=KEY_BYTES_MAX` bytes and a value at most
+//! Invariants: the key is `0..=KEY_BYTES_MAX` bytes (the empty key is a key) and a value at most
 //! `VALUE_BYTES_MAX` bytes (`lamina_core::limits`); constructors and the decoder refuse
 //! anything else, so every entry in memory or on flash is within the limits.
 
@@ -12,10 +12,11 @@ use lamina_core::Result;
 use lamina_core::codec::{
     Decode, DecodeError, Encode, Reader, VARINT_BYTES_MAX, put_bytes, put_varint, varint_len,
 };
-use lamina_core::limits::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX, check_key, check_value};
+use lamina_core::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX, check_key, check_value};
 
-/// Fewest bytes an encoded entry takes: a 1-byte key, its length, the tag and the sequence.
-pub const ENTRY_BYTES_MIN: usize = 4;
+/// Fewest bytes an encoded entry takes: the empty key's length, the tag and the sequence
+/// (the empty key is a key; it was 4, a 1-byte key, before it was accepted).
+pub const ENTRY_BYTES_MIN: usize = 3;
 /// Most bytes an encoded entry takes: the key and value at their limits with their 2-byte
 /// varint lengths, and a 10-byte sequence number (5134 bytes).
 pub const ENTRY_BYTES_MAX: usize = 2 + KEY_BYTES_MAX + 2 + VALUE_BYTES_MAX + VARINT_BYTES_MAX;
@@ -83,11 +84,7 @@ impl BufferEntry {
 
     /// Decodes one entry at the reader's position (entries are self-delimiting).
     pub fn decode_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        let at = r.position();
-        let key = r.bytes_with_len(KEY_BYTES_MAX)?;
-        if key.len() < KEY_BYTES_MIN {
-            return Err(DecodeError::new(at, "empty key"));
-        }
+        let key = r.bytes_with_len(KEY_BYTES_MAX)?; // the empty key is a key
         let tag_at = r.position();
         let tag = r.varint()?;
         let op = if tag == 0 {
@@ -174,18 +171,19 @@ mod tests {
     fn limits_are_enforced_and_reach_the_bounds() {
         let big = BufferEntry::put(&[7; KEY_BYTES_MAX], &[9; VALUE_BYTES_MAX], u64::MAX).unwrap();
         assert_eq!(big.encoded_len(), ENTRY_BYTES_MAX);
-        let small = BufferEntry::delete(&[1], 0).unwrap();
+        let small = BufferEntry::delete(&[], 0).unwrap();
         assert_eq!(small.encoded_len(), ENTRY_BYTES_MIN);
-        assert!(BufferEntry::put(&[], b"v", 1).unwrap_err().is_invalid_argument());
+        assert_eq!(BufferEntry::decode(&small.encode()).unwrap(), small);
+        assert!(BufferEntry::put(&[], b"v", 1).is_ok(), "the empty key is a key");
         assert!(BufferEntry::put(&[1; KEY_BYTES_MAX + 1], b"", 1).is_err());
         assert!(BufferEntry::put(b"k", &[0; VALUE_BYTES_MAX + 1], 1).is_err());
-        assert!(BufferEntry::delete(&[], 1).is_err());
     }
 
     #[test]
     fn decoder_refuses_out_of_limit_fields() {
-        // Empty key.
-        assert!(BufferEntry::decode(&[0, 0, 0]).is_err());
+        // The empty key is a key (a delete of it, sequence 0); a truncated entry is not.
+        assert!(BufferEntry::decode(&[0, 0, 0]).is_ok());
+        assert!(BufferEntry::decode(&[0, 0]).is_err());
         // Value length 4097 (tag 4098).
         let mut bad = vec![1, b'k'];
         put_varint(&mut bad, VALUE_BYTES_MAX as u64 + 2);

@@ -13,7 +13,7 @@
 //! `value_bytes_max`, and keys or values over them are refused as invalid arguments.
 
 use lamina_core::codec::varint_len;
-use lamina_core::limits::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
+use lamina_core::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 use lamina_core::{Error, Result};
 use lamina_storage::DeviceProfile;
 use lamina_storage::device::CostModel;
@@ -78,10 +78,10 @@ impl NodeLayout {
     /// A layout of `node_bytes` nodes for keys of up to `key_bytes_max` bytes and values of up
     /// to `value_bytes_max` bytes; the error names the smallest node size that would do.
     pub fn new(node_bytes: u32, key_bytes_max: usize, value_bytes_max: usize) -> Result<Self> {
-        if !(KEY_BYTES_MIN..=KEY_BYTES_MAX).contains(&key_bytes_max) {
+        if !(1..=KEY_BYTES_MAX).contains(&key_bytes_max) {
             return Err(Error::option(
                 "key_bytes_max",
-                format!("{key_bytes_max} is not in {KEY_BYTES_MIN}..={KEY_BYTES_MAX}"),
+                format!("{key_bytes_max} is not in 1..={KEY_BYTES_MAX}"),
             ));
         }
         if value_bytes_max > VALUE_BYTES_MAX {
@@ -243,7 +243,7 @@ mod tests {
     fn entries_are_checked_against_the_layout() {
         let layout = NodeLayout::new(512, 16, 16).unwrap();
         layout.check_entry(b"k", &[0; 16]).unwrap();
-        assert!(layout.check_entry(b"", b"").unwrap_err().is_invalid_argument());
+        layout.check_entry(b"", b"").unwrap(); // the empty key is a key
         assert!(layout.check_entry(&[1; 17], b"").unwrap_err().to_string().contains("16"));
         assert!(layout.check_entry(b"k", &[0; 17]).is_err());
     }

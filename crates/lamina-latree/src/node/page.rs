@@ -160,7 +160,7 @@ pub fn decode_node(
                 let at = r.position();
                 let key = r.bytes_with_len(layout.key_bytes_max()).map_err(shift)?;
                 let value = r.bytes_with_len(layout.value_bytes_max()).map_err(shift)?;
-                if key.is_empty() || leaf.last_key().is_some_and(|last| last >= key) {
+                if leaf.last_key().is_some_and(|last| last >= key) {
                     return Err(shift(DecodeError::new(at, "leaf keys not strictly ascending")));
                 }
                 leaf.push(key, value);
@@ -178,6 +178,7 @@ pub fn decode_node(
             for _ in 1..count {
                 let at = r.position();
                 let key = r.bytes_with_len(layout.key_bytes_max()).map_err(shift)?.to_vec();
+                // No separator is the empty key: child 0 would hold nothing (keys below it).
                 if key.is_empty() || separators.last().is_some_and(|last| *last >= key) {
                     return Err(shift(DecodeError::new(at, "separators not strictly ascending")));
                 }

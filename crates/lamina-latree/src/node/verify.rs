@@ -41,7 +41,7 @@ pub fn verify_node(node: &Node, layout: &NodeLayout, at: &NodeContext<'_>) -> Re
     match node {
         Node::Leaf(leaf) => {
             for (i, (key, value)) in leaf.iter().enumerate() {
-                if key.is_empty() || key.len() > layout.key_bytes_max() {
+                if key.len() > layout.key_bytes_max() {
                     return Err(format!("entry {i}: key of {} bytes", key.len()));
                 }
                 if value.len() > layout.value_bytes_max() {
@@ -70,6 +70,7 @@ pub fn verify_node(node: &Node, layout: &NodeLayout, at: &NodeContext<'_>) -> Re
                 return Err("inner root with a single child".to_owned());
             }
             for (i, separator) in inner.separators.iter().enumerate() {
+                // The empty key as a separator would leave child 0 no keys at all.
                 if separator.is_empty() || separator.len() > layout.key_bytes_max() {
                     return Err(format!("separator {i} of {} bytes", separator.len()));
                 }

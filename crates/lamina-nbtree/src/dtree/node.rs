@@ -9,7 +9,7 @@
 //! bytes), the child's first page (varint), its pages (varint, at least 1).
 
 use lamina_core::codec::{DecodeError, Encode, Reader, put_bytes, put_varint, varint_len};
-use lamina_core::limits::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
+use lamina_core::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 
 /// Longest encoded leaf entry (largest key and value, their varints): a leaf holding one is
 /// `NODE_HEADER_BYTES` longer and may span several pages.
@@ -48,11 +48,8 @@ impl Encode for LeafEntry<'_> {
 impl<'a> LeafEntry<'a> {
     /// Reads one entry.
     pub fn decode_from(r: &mut Reader<'a>) -> Result<LeafEntry<'a>, DecodeError> {
-        let at = r.position();
+        // The empty key is a key (KEY_BYTES_MIN is 0).
         let key = r.bytes_with_len(KEY_BYTES_MAX)?;
-        if key.len() < KEY_BYTES_MIN {
-            return Err(DecodeError::new(at, "empty key"));
-        }
         let at = r.position();
         let tag = r.varint()?;
         let value = match tag {
@@ -95,11 +92,8 @@ impl Encode for ChildRef<'_> {
 impl<'a> ChildRef<'a> {
     /// Reads one child.
     pub fn decode_from(r: &mut Reader<'a>) -> Result<ChildRef<'a>, DecodeError> {
-        let at = r.position();
+        // The first child's first key may be the empty key (the smallest key).
         let first_key = r.bytes_with_len(KEY_BYTES_MAX)?;
-        if first_key.len() < KEY_BYTES_MIN {
-            return Err(DecodeError::new(at, "empty first key"));
-        }
         let page = r.varint()?;
         let at = r.position();
         let pages = r.varint()?;
@@ -185,8 +179,10 @@ mod tests {
 
     #[test]
     fn bad_records_are_refused() {
-        // Empty key, value over the limit, child of 0 pages, trailing bytes.
-        assert!(leaf_entries(&[0, 0], 1).next().unwrap().is_err());
+        // The empty key is a key (here a delete of it); value over the limit, child of 0
+        // pages, trailing bytes are refused.
+        let empty = leaf_entries(&[0, 0], 1).next().unwrap().unwrap();
+        assert_eq!((empty.key, empty.value), (&b""[..], None));
         let mut big = vec![1, b'k'];
         put_varint(&mut big, VALUE_BYTES_MAX as u64 + 2);
         assert!(leaf_entries(&big, 1).next().unwrap().is_err());

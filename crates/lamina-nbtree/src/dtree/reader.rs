@@ -334,9 +334,10 @@ impl DTree {
             }
             _ => {}
         }
-        // The nodes of the level being read: (page, pages, first key its parent gives).
-        let mut level_nodes: Vec<(u64, u64, Vec<u8>)> =
-            vec![(f.root_page, f.root_pages, Vec::new())];
+        // The nodes of the level being read: (page, pages, first key its parent gives; none
+        // for the root, which has no parent: the empty key is a key like any other).
+        let mut level_nodes: Vec<(u64, u64, Option<Vec<u8>>)> =
+            vec![(f.root_page, f.root_pages, None)];
         let mut internal_nodes = 0u64;
         for level in (1..f.height).rev() {
             let mut next = Vec::new();
@@ -356,7 +357,7 @@ impl DTree {
                         let bad = |reason: String| Err(DecodeError::new(at, reason));
                         // The root has no parent key; every other node's first key is the
                         // one its parent holds for it.
-                        if i == 0 && !parent_key.is_empty() && child.first_key != &parent_key[..] {
+                        if i == 0 && parent_key.as_deref().is_some_and(|p| child.first_key != p) {
                             return bad("first key differs from the parent's".into());
                         }
                         if (node_no > 0 || i > 0) && child.first_key <= &last_key[..] {
@@ -375,7 +376,7 @@ impl DTree {
                             }
                             index.push(child.first_key, child.page, child.pages);
                         } else {
-                            next.push((child.page, child.pages, child.first_key.to_vec()));
+                            next.push((child.page, child.pages, Some(child.first_key.to_vec())));
                         }
                     }
                     Ok(())

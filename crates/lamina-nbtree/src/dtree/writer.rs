@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use lamina_core::checksum::masked_crc32c;
 use lamina_core::codec::Encode;
-use lamina_core::limits::{KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
+use lamina_core::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 use lamina_core::{Error, Result};
 use lamina_storage::bloom::Bloom;
 use lamina_storage::{OpenMode, Storage, StorageFile};
@@ -183,7 +183,7 @@ impl DTreeWriter {
     /// Appends an entry (keys strictly ascending); full nodes are written at once.
     pub fn push(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         assert_eq!(self.stage, Stage::Pushing, "push after finish_step");
-        assert!((KEY_BYTES_MIN..=KEY_BYTES_MAX).contains(&key.len()), "key of {} bytes", key.len());
+        assert!(key.len() <= KEY_BYTES_MAX, "key of {} bytes", key.len());
         assert!(value.is_none_or(|v| v.len() <= VALUE_BYTES_MAX), "value over the limit");
         assert!(self.entries == 0 || key > &self.last_key[..], "d-tree keys must ascend");
         self.check_not_failed()?;

@@ -6,6 +6,10 @@ use lamina_core::{CasOutcome, Entry, KeyRange, Result, Stats, WriteBatch};
 
 /// One opened peer library. Dropping it frees every handle (without syncing).
 pub(crate) trait Backend: Send + Sync + 'static {
+    /// Whether the library stores the empty key (lamina's engines, LevelDB, RocksDB and
+    /// Berkeley DB do; LMDB and WiredTiger refuse zero-length keys). Without it, [`crate::common::Peer`]
+    /// refuses the empty key with `InvalidArgument::KeyEmpty` before the library sees it.
+    const ACCEPTS_EMPTY_KEY: bool = true;
     /// The value under `key` (already checked against the limits).
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
     /// Inserts or overwrites.

@@ -4,6 +4,7 @@
 //! runs the syncer of `Durability::Buffered`. Its I/O bytes are the process's block-layer
 //! bytes since it opened (`/proc/self/io`): the libraries keep no such counters.
 
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -75,6 +76,17 @@ impl<B: Backend> Peer<B> {
         })
     }
 
+    /// Refuses the empty key where the library cannot store it (see
+    /// [`Backend::ACCEPTS_EMPTY_KEY`]).
+    fn check_empty_key(key: &[u8]) -> Result<()> {
+        if key.is_empty() && !B::ACCEPTS_EMPTY_KEY {
+            return Err(lamina_core::Error::InvalidArgument(
+                lamina_core::InvalidArgument::KeyEmpty,
+            ));
+        }
+        Ok(())
+    }
+
     fn with<T>(&self, op: impl FnOnce(&B) -> Result<T>) -> Result<T> {
         let guard = self.state.read();
         let backend = guard.as_ref().ok_or(Error::Closed)?;
@@ -115,11 +127,13 @@ impl<B: Backend> Peer<B> {
 impl<B: Backend> OrderedIndex for Peer<B> {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         check_key(key)?;
+        Self::check_empty_key(key)?;
         self.with(|b| b.get(key))
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         check_key(key)?;
+        Self::check_empty_key(key)?;
         check_value(value)?;
         self.with(|b| b.put(key, value))?;
         self.count(key.len() + value.len());
@@ -128,6 +142,7 @@ impl<B: Backend> OrderedIndex for Peer<B> {
 
     fn delete(&self, key: &[u8]) -> Result<bool> {
         check_key(key)?;
+        Self::check_empty_key(key)?;
         let existed = self.with(|b| b.delete(key))?;
         self.count(key.len());
         Ok(existed)
@@ -140,6 +155,7 @@ impl<B: Backend> OrderedIndex for Peer<B> {
         new: Option<&[u8]>,
     ) -> Result<CasOutcome> {
         check_cas(key, expected, new)?;
+        Self::check_empty_key(key)?;
         let outcome = self.with(|b| b.compare_and_swap(key, expected, new))?;
         if outcome.is_swapped() {
             self.count(key.len() + new.map_or(0, <[u8]>::len));
@@ -149,8 +165,20 @@ impl<B: Backend> OrderedIndex for Peer<B> {
 
     fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
         check_scan_limit(limit)?;
+        // A store without the empty key: a bound on it (valid for every store) must not reach
+        // the library, which refuses zero-length keys even to seek. Starting at or after it
+        // is starting at the first key; ending at or before it is ending before every key.
+        let on_empty = |bound: &Bound<Vec<u8>>| matches!(bound, Bound::Included(k) | Bound::Excluded(k) if k.is_empty());
+        let before_every_key = !B::ACCEPTS_EMPTY_KEY && on_empty(&range.end);
+        let stripped;
+        let range = if !B::ACCEPTS_EMPTY_KEY && on_empty(&range.start) {
+            stripped = KeyRange { start: Bound::Unbounded, end: range.end.clone() };
+            &stripped
+        } else {
+            range
+        };
         self.with(|b| {
-            if limit == 0 || range.is_empty() {
+            if limit == 0 || before_every_key || range.is_empty() {
                 return Ok(Vec::new());
             }
             let entries = b.scan(range, limit)?;
@@ -163,6 +191,9 @@ impl<B: Backend> OrderedIndex for Peer<B> {
 
     fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
         batch.validate()?;
+        for op in batch.ops() {
+            Self::check_empty_key(op.key())?;
+        }
         self.with(|b| if batch.is_empty() { Ok(()) } else { b.write_batch(batch) })?;
         self.count(batch.payload_bytes());
         Ok(())

@@ -258,6 +258,9 @@ impl Drop for Cursor<'_> {
 }
 
 impl Backend for Lmdb {
+    // mdb_put/mdb_get refuse a zero-length key (MDB_BAD_VALSIZE).
+    const ACCEPTS_EMPTY_KEY: bool = false;
+
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Txn::begin(self, true)?.read(key)
     }

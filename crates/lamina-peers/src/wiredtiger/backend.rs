@@ -338,6 +338,9 @@ fn walk(
 }
 
 impl Backend for WiredTiger {
+    // A zero-length key item is "no key set" to WT_CURSOR (search fails with EINVAL).
+    const ACCEPTS_EMPTY_KEY: bool = false;
+
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.retrying("get", |lent| search(lent.cursor(), key))
     }

@@ -11,7 +11,7 @@
 //! - batch: `op_count varint`, then each op as `op_kind: u8` followed by the put or delete body.
 
 use lamina_core::codec::{Decode, DecodeError, Encode, Reader, put_bytes, varint_len};
-use lamina_core::limits::{BATCH_OPS_MAX, KEY_BYTES_MAX, KEY_BYTES_MIN, VALUE_BYTES_MAX};
+use lamina_core::limits::{BATCH_OPS_MAX, KEY_BYTES_MAX, VALUE_BYTES_MAX};
 use lamina_core::{BatchOp, WriteBatch};
 
 /// A log sequence number. Assigned by the log, strictly increasing in append order, never 0.
@@ -176,13 +176,10 @@ impl Encode for Record {
     }
 }
 
+/// A key of 0 ([`lamina_core::limits::KEY_BYTES_MIN`]) to [`KEY_BYTES_MAX`] bytes: the empty
+/// key is a key (logs written before it was accepted never hold one).
 fn read_key(reader: &mut Reader<'_>) -> Result<Vec<u8>, DecodeError> {
-    let at = reader.position();
-    let key = reader.bytes_with_len(KEY_BYTES_MAX)?;
-    if key.len() < KEY_BYTES_MIN {
-        return Err(DecodeError::new(at, "empty key"));
-    }
-    Ok(key.to_vec())
+    Ok(reader.bytes_with_len(KEY_BYTES_MAX)?.to_vec())
 }
 
 fn read_value(reader: &mut Reader<'_>) -> Result<Vec<u8>, DecodeError> {
@@ -261,7 +258,7 @@ mod tests {
     use super::*;
 
     fn op_strategy() -> impl Strategy<Value = BatchOp> {
-        let key = proptest::collection::vec(any::<u8>(), 1..40);
+        let key = proptest::collection::vec(any::<u8>(), 0..40); // the empty key included
         let value = proptest::collection::vec(any::<u8>(), 0..60);
         prop_oneof![
             (key.clone(), value).prop_map(|(key, value)| BatchOp::Put { key, value }),
@@ -309,7 +306,8 @@ mod tests {
 
     #[test]
     fn put_record_bytes_is_the_encoded_length_of_a_put() {
-        for (k, v) in [(1, 0), (8, 128), (127, 128), (128, 4096), (KEY_BYTES_MAX, VALUE_BYTES_MAX)]
+        for (k, v) in
+            [(0, 0), (1, 0), (8, 128), (127, 128), (128, 4096), (KEY_BYTES_MAX, VALUE_BYTES_MAX)]
         {
             let (key, value) = (vec![1u8; k], vec![2u8; v]);
             let op = LogOp::Put { key: &key, value: &value };
@@ -332,14 +330,30 @@ mod tests {
         assert!(Record::decode(&bad).is_err());
         // Truncated.
         assert!(Record::decode(&bytes[..bytes.len() - 1]).is_err());
-        // Empty key.
-        let mut bad = bytes.clone();
-        bad[9] = 0;
-        assert!(Record::decode(&bad).is_err());
+        // A zero key length is the empty key (valid), so the rest no longer parses exactly.
+        let mut shifted = bytes.clone();
+        shifted[9] = 0;
+        assert!(Record::decode(&shifted).is_err(), "the key byte is read as a value length");
         // Key length over the limit.
         let mut bad = bytes[..9].to_vec();
         lamina_core::codec::put_varint(&mut bad, KEY_BYTES_MAX as u64 + 1);
         assert!(Record::decode(&bad).unwrap_err().reason.contains("over the limit"));
+    }
+
+    #[test]
+    fn the_empty_key_roundtrips_in_every_record_kind() {
+        let batch = vec![
+            BatchOp::Put { key: Vec::new(), value: b"v".to_vec() },
+            BatchOp::Delete { key: Vec::new() },
+        ];
+        for op in [
+            RecordOp::Put { key: Vec::new(), value: Vec::new() },
+            RecordOp::Delete { key: Vec::new() },
+            RecordOp::Batch(batch),
+        ] {
+            let record = Record { seq: 3, op };
+            assert_eq!(Record::decode(&record.encode()).unwrap(), record);
+        }
     }
 
     #[test]
