@@ -1,6 +1,7 @@
 """Type stubs of the lamina package (the extension module lamina._lamina)."""
 
 import os
+from pathlib import Path
 from types import TracebackType
 from typing import Iterator, Literal, Optional, Tuple, Type, TypeVar, Union
 
@@ -98,7 +99,7 @@ class Db:
     @property
     def engine(self) -> str: ...
     @property
-    def path(self) -> str: ...
+    def path(self) -> Path: ...
     def __getitem__(self, key: BytesLike) -> bytes:
         """The value of `key`; KeyError when absent."""
     def __setitem__(self, key: BytesLike, value: BytesLike) -> None: ...
