@@ -156,20 +156,19 @@ fn existing_store_damaged(e: Error, path: &Path, intent: OpenIntent) -> Error {
 }
 
 impl<R: SyncRegion + ?Sized, I: InnerIndex> FpTreeEngine<R, I> {
-    /// Opens the store in `region`, formatting it if it was never formatted (its first 1024
-    /// bytes are zero: a new region, or a crash during formatting) unless `intent` says it
-    /// must exist, and redoes a committed write batch a crash interrupted.
+    /// Opens the store in `region`, formatting it if it was never formatted (its magic is
+    /// zero: a new region, or a crash during formatting, which writes the magic last) unless
+    /// `intent` says it must exist, and redoes a committed write batch a crash interrupted.
     pub fn open_region(region: Arc<R>, config: FpTreeConfig, intent: OpenIntent) -> Result<Self> {
         let mut first = [0u8; 1024];
         region.read(0, &mut first)?;
-        let tree = if first.iter().all(|&b| b == 0) {
-            if intent.must_exist() {
-                return Err(Error::corruption(
-                    region.path(),
-                    0,
-                    "the FPTree's region is blank but the store existed",
-                ));
-            }
+        let tree = if intent.must_exist() && first.iter().all(|&b| b == 0) {
+            return Err(Error::corruption(
+                region.path(),
+                0,
+                "the FPTree's region is blank but the store existed",
+            ));
+        } else if !intent.must_exist() && first[..8] == [0; 8] {
             FpTree::create(region, ENGINE_FILE_ID, config)?
         } else if intent.must_exist() && first[..8] != REGION_MAGIC {
             return Err(Error::corruption(
