@@ -244,6 +244,22 @@ impl<R: SyncRegion + ?Sized, I: InnerIndex> FpTreeEngine<R, I> {
             let batch = decode_batch(&bytes).map_err(|e| e.at(&path, offset))?;
             self.apply(&batch)?;
         }
+        self.free_batch_log()
+    }
+
+    /// Frees the batch log, clearing its commit word durably first: the block may be reused
+    /// for the next batch log, and a crash before that one's bytes are persisted must not
+    /// find this one's commit word there (recovery would redo this old batch).
+    fn free_batch_log(&self) -> Result<()> {
+        let region = self.alloc().region();
+        let pptr = PPtr::read_from(&**region, BATCH_LOG_PPTR)?;
+        if pptr.is_null() {
+            return Ok(());
+        }
+        let (offset, _) = self.alloc().block_of(pptr)?;
+        region.store_u64(offset, 0)?;
+        region.persist(offset, 8)?;
+        region.fence();
         self.alloc().deallocate(BATCH_LOG_PPTR)
     }
 
@@ -274,7 +290,7 @@ impl<R: SyncRegion + ?Sized, I: InnerIndex> FpTreeEngine<R, I> {
         });
         if let Err(e) = written {
             // Not committed (or not known to be): recovery drops an uncommitted log.
-            let _ = self.alloc().deallocate(BATCH_LOG_PPTR);
+            let _ = self.free_batch_log();
             return Err(e);
         }
         Ok(())
@@ -372,7 +388,7 @@ impl<R: SyncRegion + ?Sized, I: InnerIndex> OrderedIndex for FpTreeEngine<R, I> 
             return Err(e);
         }
         self.count_written(batch.payload_bytes());
-        self.alloc().deallocate(BATCH_LOG_PPTR)
+        self.free_batch_log()
     }
 
     fn sync(&self) -> Result<()> {
