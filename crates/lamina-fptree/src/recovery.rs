@@ -164,7 +164,14 @@ impl<R: PmemRegion + ?Sized> Store<R> {
             leaf_bytes: LEAF_BYTES as u32,
             config: self.config,
         };
-        region.write_persist(TREE_HEADER_OFFSET, &header.encode())
+        // The magic last, in its own 8-byte (p-atomic) store: a crash tearing the header's
+        // write leaves the magic zero and the next open initializes again, never a
+        // half-written header with the magic (unopenable).
+        let encoded = header.encode();
+        let magic_bytes = TREE_MAGIC.len();
+        region.write_persist(TREE_HEADER_OFFSET + magic_bytes as u64, &encoded[magic_bytes..])?;
+        region.fence();
+        region.write_persist(TREE_HEADER_OFFSET, &encoded[..magic_bytes])
     }
 
     /// Walks and checks the leaf list (Algorithm 9 line 8's traversal, Algorithm 17's loop):

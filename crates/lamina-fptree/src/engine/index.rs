@@ -156,20 +156,19 @@ fn existing_store_damaged(e: Error, path: &Path, intent: OpenIntent) -> Error {
 }
 
 impl<R: SyncRegion + ?Sized, I: InnerIndex> FpTreeEngine<R, I> {
-    /// Opens the store in `region`, formatting it if it was never formatted (its first 1024
-    /// bytes are zero: a new region, or a crash during formatting) unless `intent` says it
-    /// must exist, and redoes a committed write batch a crash interrupted.
+    /// Opens the store in `region`, formatting it if it was never formatted (its magic is
+    /// zero: a new region, or a crash during formatting, which writes the magic last) unless
+    /// `intent` says it must exist, and redoes a committed write batch a crash interrupted.
     pub fn open_region(region: Arc<R>, config: FpTreeConfig, intent: OpenIntent) -> Result<Self> {
         let mut first = [0u8; 1024];
         region.read(0, &mut first)?;
-        let tree = if first.iter().all(|&b| b == 0) {
-            if intent.must_exist() {
-                return Err(Error::corruption(
-                    region.path(),
-                    0,
-                    "the FPTree's region is blank but the store existed",
-                ));
-            }
+        let tree = if intent.must_exist() && first.iter().all(|&b| b == 0) {
+            return Err(Error::corruption(
+                region.path(),
+                0,
+                "the FPTree's region is blank but the store existed",
+            ));
+        } else if !intent.must_exist() && first[..8] == [0; 8] {
             FpTree::create(region, ENGINE_FILE_ID, config)?
         } else if intent.must_exist() && first[..8] != REGION_MAGIC {
             return Err(Error::corruption(
@@ -245,6 +244,22 @@ impl<R: SyncRegion + ?Sized, I: InnerIndex> FpTreeEngine<R, I> {
             let batch = decode_batch(&bytes).map_err(|e| e.at(&path, offset))?;
             self.apply(&batch)?;
         }
+        self.free_batch_log()
+    }
+
+    /// Frees the batch log, clearing its commit word durably first: the block may be reused
+    /// for the next batch log, and a crash before that one's bytes are persisted must not
+    /// find this one's commit word there (recovery would redo this old batch).
+    fn free_batch_log(&self) -> Result<()> {
+        let region = self.alloc().region();
+        let pptr = PPtr::read_from(&**region, BATCH_LOG_PPTR)?;
+        if pptr.is_null() {
+            return Ok(());
+        }
+        let (offset, _) = self.alloc().block_of(pptr)?;
+        region.store_u64(offset, 0)?;
+        region.persist(offset, 8)?;
+        region.fence();
         self.alloc().deallocate(BATCH_LOG_PPTR)
     }
 
@@ -275,7 +290,7 @@ impl<R: SyncRegion + ?Sized, I: InnerIndex> FpTreeEngine<R, I> {
         });
         if let Err(e) = written {
             // Not committed (or not known to be): recovery drops an uncommitted log.
-            let _ = self.alloc().deallocate(BATCH_LOG_PPTR);
+            let _ = self.free_batch_log();
             return Err(e);
         }
         Ok(())
@@ -373,7 +388,7 @@ impl<R: SyncRegion + ?Sized, I: InnerIndex> OrderedIndex for FpTreeEngine<R, I> 
             return Err(e);
         }
         self.count_written(batch.payload_bytes());
-        self.alloc().deallocate(BATCH_LOG_PPTR)
+        self.free_batch_log()
     }
 
     fn sync(&self) -> Result<()> {

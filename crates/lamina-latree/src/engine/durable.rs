@@ -88,6 +88,10 @@ impl Durable {
     }
 }
 
+/// Number of the first checkpoint side file a store writes (its creation's commit, when the
+/// checkpoint is not inline).
+const FIRST_SIDE_FILE: u64 = 1;
+
 /// What recovery found.
 #[derive(Debug)]
 pub struct Recovered {
@@ -111,8 +115,12 @@ pub fn recover(
     let names = storage.list()?;
     let logs = names.iter().filter(|n| n.starts_with(LOG_FILE_PREFIX)).count();
     let side_files: Vec<u64> = names.iter().filter_map(|n| parse_checkpoint_file_name(n)).collect();
-    let refuse_empty = |what: &str| -> Result<()> {
-        if must_exist || logs > 0 || !side_files.is_empty() {
+    // A crash in the creation's first commit, after its side file was written (checkpoints
+    // too large to be inline) and before the superblock was: that file and nothing else.
+    let creation_side_file = logs == 0 && side_files == [FIRST_SIDE_FILE];
+    let refuse_empty = |what: &str, creation_may_be_interrupted: bool| -> Result<()> {
+        let interrupted = creation_may_be_interrupted && creation_side_file;
+        if must_exist || logs > 0 || (!side_files.is_empty() && !interrupted) {
             return Err(Error::corruption(
                 &sb_path,
                 0,
@@ -128,23 +136,26 @@ pub fn recover(
         Ok(())
     };
     if !existed {
-        refuse_empty("missing")?; // before the superblock file is created
+        // Before the superblock file is created; creation creates it first (a side file
+        // without it is damage).
+        refuse_empty("missing", false)?;
     }
     let superblock =
         Superblock::open(storage.clone(), SUPERBLOCK_FILE, SUPERBLOCK_OWNER, SUPERBLOCK_BYTES)?;
     let buffered = tree_options.buffered;
-    let next_file = side_files.iter().max().map_or(1, |n| n + 1);
+    let next_file = side_files.iter().max().map_or(FIRST_SIDE_FILE, |n| n + 1);
     let Some(committed) = superblock.current() else {
         if superblock.slots().iter().any(|s| matches!(s, SlotState::Damaged { .. })) {
             return Err(Error::corruption(&sb_path, 0, "the only superblock commit is damaged"));
         }
-        refuse_empty("empty")?;
+        refuse_empty("empty", true)?;
         // A new store, or one whose creation was interrupted before its first commit: the
-        // tree's files (if any) hold nothing anyone was told about.
+        // tree's files and the commit's side file (if any) hold nothing anyone was told about.
         let cleanup = TREE_FILES
             .into_iter()
             .filter(|n| names.iter().any(|m| m == n))
             .map(str::to_string)
+            .chain(side_files.iter().map(|&n| checkpoint_file_name(n)))
             .collect();
         let durable = Durable { superblock, file: None, next_file, buffered };
         // The tree is created after the cleanup (its files must not exist): see `create`.

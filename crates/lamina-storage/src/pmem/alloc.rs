@@ -115,7 +115,14 @@ impl<R: PmemRegion + ?Sized> PmemAllocator<R> {
         }
         region.persist(LOG_OFFSET, meta_bytes)?;
         region.fence();
-        region.write_persist(HEADER_OFFSET, &header.encode())?;
+        // The magic last, in its own 8-byte (p-atomic) store: a crash tearing the header's
+        // write leaves the magic zero, which marks a region as never formatted (formatting
+        // starts over), never a half-written header with the magic (unopenable).
+        let encoded = header.encode();
+        let magic_bytes = MAGIC.len();
+        region.write_persist(HEADER_OFFSET + magic_bytes as u64, &encoded[magic_bytes..])?;
+        region.fence();
+        region.write_persist(HEADER_OFFSET, &encoded[..magic_bytes])?;
         Self::open(region)
     }
 
