@@ -40,6 +40,8 @@ pub struct Violation {
     pub operations: usize,
     /// The most operations any partial linearization placed.
     pub linearized_max: usize,
+    /// The last operations of that partial linearization (up to [`PLACED_SHOWN`]), in order.
+    pub placed_last: Vec<Operation>,
     /// The register's state after that partial linearization.
     pub state: State,
     /// The operations that could come next there (in real time) but none of which may
@@ -58,9 +60,16 @@ impl fmt::Display for Violation {
         for op in &self.stuck {
             write!(f, "\n  {op}")?;
         }
+        write!(f, "\nthe last operations linearized before that point:")?;
+        for op in &self.placed_last {
+            write!(f, "\n  {op}")?;
+        }
         Ok(())
     }
 }
+
+/// Operations of the deepest partial linearization a [`Violation`] shows.
+pub const PLACED_SHOWN: usize = 8;
 
 /// The checker's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +126,14 @@ struct Frame {
     next: usize,
 }
 
+/// The deepest partial linearization found, for the report.
+struct Deepest {
+    count: usize,
+    state: State,
+    candidates: Vec<usize>,
+    placed_last: Vec<Operation>,
+}
+
 /// The set of linearized operations, kept as "everything before `prefix`" plus the sorted
 /// indices past it (few: at most the operations concurrent with the earliest unlinearized
 /// one), so memo entries stay small on long histories.
@@ -161,15 +178,15 @@ impl Linearized {
     fn candidates(&self, ops: &[Operation]) -> Vec<usize> {
         let mut out = Vec::new();
         let mut response_min = u64::MAX;
-        for i in self.prefix..ops.len() {
+        for (i, op) in ops.iter().enumerate().skip(self.prefix) {
             if self.done[i] {
                 continue;
             }
             // Equal timestamps count as concurrent: the clock cannot order them.
-            if ops[i].invoke_ns > response_min {
+            if op.invoke_ns > response_min {
                 break;
             }
-            response_min = response_min.min(ops[i].response_ns);
+            response_min = response_min.min(op.response_ns);
             out.push(i);
         }
         out
@@ -193,7 +210,12 @@ pub fn check_key(key: u32, ops: &[Operation], limits: &Limits) -> (Verdict, u64)
     let mut memo: HashSet<((u32, Vec<u32>), State)> = HashSet::new();
     let mut visited = 0u64;
     let mut frames = vec![Frame { placed: None, candidates: linearized.candidates(ops), next: 0 }];
-    let mut deepest: (usize, State, Vec<usize>) = (0, None, frames[0].candidates.clone());
+    let mut deepest = Deepest {
+        count: 0,
+        state: None,
+        candidates: frames[0].candidates.clone(),
+        placed_last: Vec::new(),
+    };
     while linearized.count < ops.len() {
         let frame = frames.last_mut().expect("the root frame is popped only to return");
         if let Some(&i) = frame.candidates.get(frame.next) {
@@ -209,7 +231,7 @@ pub fn check_key(key: u32, ops: &[Operation], limits: &Limits) -> (Verdict, u64)
                 let reason = format!(
                     "visited more than {} search states (deepest: {} of {} operations)",
                     limits.states_visited_per_key_max,
-                    deepest.0,
+                    deepest.count,
                     ops.len()
                 );
                 return (Verdict::Undecided { key, reason }, visited);
@@ -220,9 +242,16 @@ pub fn check_key(key: u32, ops: &[Operation], limits: &Limits) -> (Verdict, u64)
                 next: 0,
             });
             state = after;
-            if linearized.count > deepest.0 {
-                let candidates = frames.last().unwrap().candidates.clone();
-                deepest = (linearized.count, state, candidates);
+            if linearized.count > deepest.count {
+                deepest = Deepest {
+                    count: linearized.count,
+                    state,
+                    candidates: frames.last().unwrap().candidates.clone(),
+                    placed_last: frames[frames.len().saturating_sub(PLACED_SHOWN)..]
+                        .iter()
+                        .filter_map(|f| f.placed.map(|(i, _)| ops[i]))
+                        .collect(),
+                };
             }
         } else {
             let frame = frames.pop().unwrap();
@@ -230,9 +259,10 @@ pub fn check_key(key: u32, ops: &[Operation], limits: &Limits) -> (Verdict, u64)
                 let violation = Violation {
                     key,
                     operations: ops.len(),
-                    linearized_max: deepest.0,
-                    state: deepest.1,
-                    stuck: deepest.2.iter().map(|&i| ops[i]).collect(),
+                    linearized_max: deepest.count,
+                    placed_last: deepest.placed_last,
+                    state: deepest.state,
+                    stuck: deepest.candidates.iter().map(|&i| ops[i]).collect(),
                 };
                 return (Verdict::NotLinearizable(violation), visited);
             };

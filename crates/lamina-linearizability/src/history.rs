@@ -76,4 +76,22 @@ impl History {
         }
         keys
     }
+
+    /// How many operations overlap in real time with another operation on the same key
+    /// (a measure of how much the checker had to decide: a history without overlap has a
+    /// single candidate order).
+    pub fn overlapping_operations(&self) -> usize {
+        let mut overlapping = 0;
+        for ops in self.by_key().values() {
+            let mut response_max_before = None;
+            for (i, op) in ops.iter().enumerate() {
+                let with_earlier = response_max_before.is_some_and(|r| op.invoke_ns <= r);
+                let with_later =
+                    ops.get(i + 1).is_some_and(|next| next.invoke_ns <= op.response_ns);
+                overlapping += usize::from(with_earlier || with_later);
+                response_max_before = response_max_before.max(Some(op.response_ns));
+            }
+        }
+        overlapping
+    }
 }

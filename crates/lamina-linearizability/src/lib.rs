@@ -4,9 +4,16 @@
 //! register model (`model`) with a Wing-Gong/Lowe checker (`checker`).
 
 pub mod checker;
+pub mod engine;
 pub mod history;
 pub mod model;
+pub mod recorder;
+pub mod store;
+pub mod value;
 
 pub use checker::{Limits, Report, Verdict, Violation, check};
+pub use engine::{Reads, RoundSummary, options_for, run_round};
 pub use history::{History, Operation};
 pub use model::{Op, Ret, State, ValueId};
+pub use recorder::Workload;
+pub use store::{StaleReads, Store};

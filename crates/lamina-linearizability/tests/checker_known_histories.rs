@@ -223,3 +223,16 @@ fn a_client_overlapping_itself_is_a_malformed_history() {
     let backwards = History { operations: vec![op(0, 10, 5, Op::Get, Ret::Value(None))] };
     assert!(backwards.validate().is_err());
 }
+
+#[test]
+fn overlap_is_counted_per_key() {
+    let mut ops = vec![
+        op(0, 0, 10, Op::Put(1), Ret::Done),
+        op(1, 5, 30, Op::Get, Ret::Value(Some(1))),
+        op(2, 40, 50, Op::Get, Ret::Value(Some(1))),
+        op(3, 50, 60, Op::Get, Ret::Value(Some(1))),
+    ];
+    // Overlapping in time but on another key: not counted.
+    ops.push(Operation { key: 1, ..op(4, 0, 100, Op::Get, Ret::Value(None)) });
+    assert_eq!(History { operations: ops }.overlapping_operations(), 4);
+}

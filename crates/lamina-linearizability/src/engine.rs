@@ -1,0 +1,125 @@
+//! One round on an engine: open a fresh store through `lamina::Db`, record a history,
+//! read every key once more after all clients are done, close, reopen and read every key
+//! again (both reads join the history, so the store after a clean reopen must agree with
+//! some linearization too), then check it.
+
+use std::path::Path;
+
+use lamina::{Db, Durability, EngineKind, Options};
+
+use crate::checker::{self, Limits, Report};
+use crate::history::{History, Operation};
+use crate::model::Op;
+use crate::recorder::{self, Clock, Workload};
+use crate::store::{StaleReads, Store};
+
+/// Memory budget of the stores: lamina's smallest (64 KiB), so flushes, merges and buffer
+/// emptying run all the time.
+pub const MEMORY_BUDGET_BYTES: u64 = 64 << 10;
+/// Block cache of the stores that have one (small, so reads go to storage).
+pub const CACHE_BYTES: u64 = 256 << 10;
+
+/// The options every round opens its store with (one place, so API changes touch one
+/// function).
+pub fn options_for(engine: EngineKind, durability: Durability) -> Options {
+    Options {
+        engine,
+        durability,
+        memory_budget_bytes: MEMORY_BUDGET_BYTES,
+        cache_bytes: CACHE_BYTES,
+        ..Options::default()
+    }
+}
+
+/// The durability of round `round`: even rounds `None` (the most operations per second,
+/// so the most overlap), odd rounds `Sync` (the group-commit paths).
+pub fn durability_of(round: u64) -> Durability {
+    if round.is_multiple_of(2) { Durability::None } else { Durability::Sync }
+}
+
+/// Whether the round's gets go through [`StaleReads`] (a store that is not linearizable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// Straight through `Db`.
+    Direct,
+    /// Through the stale-snapshot wrapper.
+    Stale,
+}
+
+/// What one round recorded and what the checker said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundSummary {
+    /// The engine.
+    pub engine: EngineKind,
+    /// The round's durability.
+    pub durability: Durability,
+    /// The workload (its seed is the round's).
+    pub workload: Workload,
+    /// Writes to other keys that ran beside the history.
+    pub filler_ops: u64,
+    /// Bytes the engine wrote to storage during the round.
+    pub bytes_written: u64,
+    /// Operations that overlap another on the same key ([`History::overlapping_operations`]).
+    pub overlapping: usize,
+    /// The checker's report.
+    pub report: Report,
+}
+
+/// Every key read by `client`, one after another.
+fn read_all<S: Store>(
+    store: &S,
+    clock: &Clock,
+    keys: u32,
+    client: u32,
+) -> Result<Vec<Operation>, String> {
+    (0..keys).map(|key| recorder::timed(store, clock, client, key, Op::Get)).collect()
+}
+
+fn opened(dir: &Path, options: Options) -> Result<Db, String> {
+    Db::open(dir, options).map_err(|e| format!("open {}: {e}", dir.display()))
+}
+
+/// Records and checks one history of `workload` on a fresh `engine` store.
+pub fn run_round(
+    engine: EngineKind,
+    durability: Durability,
+    workload: &Workload,
+    reads: Reads,
+    limits: &Limits,
+) -> Result<RoundSummary, String> {
+    let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+    let options = options_for(engine, durability);
+    let clock = Clock::start();
+    let db = opened(dir.path(), options)?;
+    let (recording, mut after) = match reads {
+        Reads::Direct => {
+            let recording = recorder::record(&db, workload, &clock)?;
+            (recording, read_all(&db, &clock, workload.keys, workload.clients)?)
+        }
+        Reads::Stale => {
+            let stale = StaleReads::new(&db);
+            let recording = recorder::record(&stale, workload, &clock)?;
+            (recording, read_all(&stale, &clock, workload.keys, workload.clients)?)
+        }
+    };
+    let bytes_written = db.stats().io.bytes_written;
+    db.close().map_err(|e| format!("close: {e}"))?;
+    drop(db);
+    let reopened = opened(dir.path(), options)?;
+    after.extend(read_all(&reopened, &clock, workload.keys, workload.clients + 1)?);
+    reopened.close().map_err(|e| format!("close after reopen: {e}"))?;
+    let mut history: History = recording.history;
+    history.operations.extend(after);
+    history.validate()?;
+    let report = checker::check(&history, limits);
+    let overlapping = history.overlapping_operations();
+    Ok(RoundSummary {
+        engine,
+        durability,
+        workload: *workload,
+        filler_ops: recording.filler_ops,
+        bytes_written,
+        overlapping,
+        report,
+    })
+}
