@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::history::{History, Operation};
+use crate::history::{History, Operation, ValueName};
 use crate::model::{self, State};
 
 /// Bounds on the search.
@@ -54,8 +54,11 @@ impl fmt::Display for Violation {
         write!(
             f,
             "key {}: not linearizable; at most {} of its {} operations linearize, reaching \
-             state {:?}; no candidate can come next:",
-            self.key, self.linearized_max, self.operations, self.state
+             state {}; no candidate can come next:",
+            self.key,
+            self.linearized_max,
+            self.operations,
+            ValueName(self.state)
         )?;
         for op in &self.stuck {
             write!(f, "\n  {op}")?;

@@ -10,8 +10,8 @@ use lamina::{Db, Durability, EngineKind, Options};
 use crate::checker::{self, Limits, Report};
 use crate::history::{History, Operation};
 use crate::model::Op;
-use crate::recorder::{self, Clock, Workload};
-use crate::store::{StaleReads, Store};
+use crate::recorder::{self, Clock, Recording, Workload};
+use crate::store::{NonAtomicCas, StaleReads, Store};
 
 /// Memory budget of the stores: lamina's smallest (64 KiB), so flushes, merges and buffer
 /// emptying run all the time.
@@ -37,13 +37,28 @@ pub fn durability_of(round: u64) -> Durability {
     if round.is_multiple_of(2) { Durability::None } else { Durability::Sync }
 }
 
-/// Whether the round's gets go through [`StaleReads`] (a store that is not linearizable).
+/// Whether the round's calls go straight to `Db` or through a wrapper that breaks
+/// linearizability on purpose (to show the check can fail).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reads {
+pub enum Fault {
     /// Straight through `Db`.
-    Direct,
-    /// Through the stale-snapshot wrapper.
-    Stale,
+    None,
+    /// Gets served from a stale snapshot ([`StaleReads`]).
+    StaleReads,
+    /// Compare-and-swap as get-then-put without a lock ([`NonAtomicCas`]).
+    NonAtomicCas,
+}
+
+impl Fault {
+    /// The fault named `name` (`none`, `stale-reads`, `non-atomic-cas`).
+    pub fn from_name(name: &str) -> Option<Fault> {
+        match name {
+            "none" => Some(Fault::None),
+            "stale-reads" => Some(Fault::StaleReads),
+            "non-atomic-cas" => Some(Fault::NonAtomicCas),
+            _ => None,
+        }
+    }
 }
 
 /// What one round recorded and what the checker said.
@@ -75,6 +90,17 @@ fn read_all<S: Store>(
     (0..keys).map(|key| recorder::timed(store, clock, client, key, Op::Get)).collect()
 }
 
+/// The workload's recording, then every key read once more.
+fn recorded<S: Store>(
+    store: &S,
+    workload: &Workload,
+    clock: &Clock,
+) -> Result<(Recording, Vec<Operation>), String> {
+    let recording = recorder::record(store, workload, clock)?;
+    let after = read_all(store, clock, workload.keys, workload.clients)?;
+    Ok((recording, after))
+}
+
 fn opened(dir: &Path, options: Options) -> Result<Db, String> {
     Db::open(dir, options).map_err(|e| format!("open {}: {e}", dir.display()))
 }
@@ -84,23 +110,17 @@ pub fn run_round(
     engine: EngineKind,
     durability: Durability,
     workload: &Workload,
-    reads: Reads,
+    fault: Fault,
     limits: &Limits,
 ) -> Result<RoundSummary, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
     let options = options_for(engine, durability);
     let clock = Clock::start();
     let db = opened(dir.path(), options)?;
-    let (recording, mut after) = match reads {
-        Reads::Direct => {
-            let recording = recorder::record(&db, workload, &clock)?;
-            (recording, read_all(&db, &clock, workload.keys, workload.clients)?)
-        }
-        Reads::Stale => {
-            let stale = StaleReads::new(&db);
-            let recording = recorder::record(&stale, workload, &clock)?;
-            (recording, read_all(&stale, &clock, workload.keys, workload.clients)?)
-        }
+    let (recording, mut after) = match fault {
+        Fault::None => recorded(&db, workload, &clock)?,
+        Fault::StaleReads => recorded(&StaleReads::new(&db), workload, &clock)?,
+        Fault::NonAtomicCas => recorded(&NonAtomicCas::new(&db), workload, &clock)?,
     };
     let bytes_written = db.stats().io.bytes_written;
     db.close().map_err(|e| format!("close: {e}"))?;

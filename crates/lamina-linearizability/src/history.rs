@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::model::{Op, Ret};
+use crate::model::{Op, Ret, ValueId};
 
 /// One completed operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,11 +26,41 @@ pub struct Operation {
 
 impl fmt::Display for Operation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let op = match self.op {
+            Op::Get => "get".to_string(),
+            Op::Put(v) => format!("put({})", ValueName(Some(v))),
+            Op::Delete => "delete".to_string(),
+            Op::Cas { expected, new } => {
+                format!("cas({} -> {})", ValueName(expected), ValueName(new))
+            }
+        };
+        let ret = match self.ret {
+            Ret::Value(v) => ValueName(v).to_string(),
+            Ret::Done => "ok".to_string(),
+            Ret::Existed(existed) => format!("existed={existed}"),
+            Ret::Swapped => "swapped".to_string(),
+            Ret::Mismatch { current } => format!("mismatch(current {})", ValueName(current)),
+        };
         write!(
             f,
-            "client {} key {} [{}..{} ns] {:?} -> {:?}",
-            self.client, self.key, self.invoke_ns, self.response_ns, self.op, self.ret
+            "client {} key {} [{}..{} ns] {op} -> {ret}",
+            self.client, self.key, self.invoke_ns, self.response_ns
         )
+    }
+}
+
+/// A value id as the recorder builds it (client + 1 in the bits from 40 up, the client's
+/// write count below): `c3#17` is client 3's 17th value, `absent` is no value.
+#[derive(Debug, Clone, Copy)]
+pub struct ValueName(pub Option<ValueId>);
+
+impl fmt::Display for ValueName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            None => write!(f, "absent"),
+            Some(v) if v >> 40 > 0 => write!(f, "c{}#{}", (v >> 40) - 1, v & ((1 << 40) - 1)),
+            Some(v) => write!(f, "v{v}"),
+        }
     }
 }
 

@@ -12,8 +12,8 @@ pub mod store;
 pub mod value;
 
 pub use checker::{Limits, Report, Verdict, Violation, check};
-pub use engine::{Reads, RoundSummary, options_for, run_round};
+pub use engine::{Fault, RoundSummary, options_for, run_round};
 pub use history::{History, Operation};
 pub use model::{Op, Ret, State, ValueId};
 pub use recorder::Workload;
-pub use store::{StaleReads, Store};
+pub use store::{NonAtomicCas, StaleReads, Store};

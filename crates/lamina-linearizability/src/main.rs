@@ -1,17 +1,18 @@
 //! `lamina-linearizability --engine NAME --rounds N [--seed S] [--clients C] [--keys K]
-//! [--ops OPS_PER_CLIENT] [--stale]`: records and checks N histories on the engine (even
+//! [--ops OPS_PER_CLIENT] [--fault stale-reads|non-atomic-cas]`: records and checks N histories on the engine (even
 //! rounds `Durability::None`, odd rounds `Sync`), one line per round, and exits 1 on the
-//! first history that is not linearizable or undecided (`--stale` serves gets from a stale
-//! snapshot, to see a violation reported).
+//! first history that is not linearizable or undecided (`--fault` breaks the store on
+//! purpose, to see a violation reported).
 
 use std::process::ExitCode;
 
 use lamina::EngineKind;
 use lamina_linearizability::engine::durability_of;
-use lamina_linearizability::{Limits, Reads, Verdict, Workload, run_round};
+use lamina_linearizability::{Fault, Limits, Verdict, Workload, run_round};
 
 const USAGE: &str = "usage: lamina-linearizability --engine NAME --rounds N [--seed S] \
-                     [--clients C] [--keys K] [--ops OPS_PER_CLIENT] [--stale]";
+                     [--clients C] [--keys K] [--ops OPS_PER_CLIENT] \
+                     [--fault stale-reads|non-atomic-cas]";
 
 fn value_of<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
@@ -54,13 +55,15 @@ fn run(args: &[String]) -> Result<bool, String> {
         filler: true,
     };
     base.validate()?;
-    let reads = if args.iter().any(|a| a == "--stale") { Reads::Stale } else { Reads::Direct };
+    let fault_name = value_of(args, "--fault").unwrap_or("none");
+    let fault =
+        Fault::from_name(fault_name).ok_or(format!("--fault: unknown {fault_name:?}\n{USAGE}"))?;
     let limits = Limits::default();
     let (mut operations, mut overlapping, mut states) = (0usize, 0usize, 0u64);
     for round in 0..rounds {
         let durability = durability_of(round);
         let workload = Workload { seed: seed.wrapping_mul(1_000_003).wrapping_add(round), ..base };
-        let s = run_round(engine, durability, &workload, reads, &limits)?;
+        let s = run_round(engine, durability, &workload, fault, &limits)?;
         operations += s.report.operations;
         overlapping += s.overlapping;
         states += s.report.states_visited;

@@ -1,6 +1,6 @@
 //! What a history is recorded on: the four single-key calls, implemented by `lamina::Db`
-//! (every engine) and by [`StaleReads`], a deliberately broken wrapper that shows the
-//! recorder and checker catch a store that is not linearizable.
+//! (every engine), and by two deliberately broken wrappers that show the recorder and
+//! checker catch a store that is not linearizable: [`StaleReads`] and [`NonAtomicCas`].
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -112,5 +112,52 @@ impl<S: Store> Store for StaleReads<S> {
         new: Option<&[u8]>,
     ) -> Result<CasOutcome> {
         self.inner.compare_and_swap(key, expected, new)
+    }
+}
+
+/// Compare-and-swap done as a get, a pause, then a put or delete, without a lock: two
+/// concurrent swaps from one expected value can both succeed (a lost update). Not
+/// linearizable; the engine tests must say so.
+#[derive(Debug)]
+pub struct NonAtomicCas<S> {
+    inner: S,
+}
+
+impl<S> NonAtomicCas<S> {
+    /// Wraps `inner`.
+    pub fn new(inner: S) -> Self {
+        NonAtomicCas { inner }
+    }
+}
+
+impl<S: Store> Store for NonAtomicCas<S> {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.inner.get(key)
+    }
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.inner.put(key, value)
+    }
+    fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.inner.delete(key)
+    }
+    fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<CasOutcome> {
+        let current = self.inner.get(key)?;
+        if current.as_deref() != expected {
+            return Ok(CasOutcome::Mismatch { current });
+        }
+        // Widen the window between the comparison and the write, as a slow path would.
+        std::thread::yield_now();
+        match new {
+            Some(value) => self.inner.put(key, value)?,
+            None => {
+                self.inner.delete(key)?;
+            }
+        }
+        Ok(CasOutcome::Swapped)
     }
 }

@@ -5,7 +5,7 @@
 
 use lamina::EngineKind;
 use lamina_linearizability::engine::durability_of;
-use lamina_linearizability::{Limits, Reads, Verdict, Workload, run_round};
+use lamina_linearizability::{Fault, Limits, Verdict, Workload, run_round};
 
 /// Histories per engine in CI.
 const ROUNDS: u64 = 2;
@@ -21,7 +21,7 @@ fn every_engine_is_linearizable_on_single_key_operations() {
         for round in 0..ROUNDS {
             let durability = durability_of(round);
             let summary =
-                run_round(engine, durability, &workload(round), Reads::Direct, &Limits::default());
+                run_round(engine, durability, &workload(round), Fault::None, &Limits::default());
             match summary {
                 Ok(s) if s.report.verdict == Verdict::Linearizable => println!(
                     "{engine} {durability:?}: {} operations on {} keys linearizable ({} search \
