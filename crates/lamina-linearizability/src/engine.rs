@@ -37,6 +37,21 @@ pub fn durability_of(round: u64) -> Durability {
     if round.is_multiple_of(2) { Durability::None } else { Durability::Sync }
 }
 
+/// Engine counters (`Stats::extra`) that count structural work: fdtree's runs written and
+/// merges, nbtree's flush jobs, the LA-tree's buffer emptyings and checkpoints, the
+/// B+trees' splits, fptree's leaf splits and removals, the log rings' cleaning.
+pub const BACKGROUND_COUNTERS: &[&str] = &[
+    "runs_written",
+    "merges_overflow",
+    "merges_full",
+    "flush_jobs",
+    "emptyings",
+    "splits",
+    "checkpoints",
+    "leaf_removals",
+    "log_gc_records_copied",
+];
+
 /// Whether the round's calls go straight to `Db` or through a wrapper that breaks
 /// linearizability on purpose (to show the check can fail).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +89,10 @@ pub struct RoundSummary {
     pub filler_ops: u64,
     /// Bytes the engine wrote to storage during the round.
     pub bytes_written: u64,
+    /// The engine's counters of structural work done during the round (those named in
+    /// [`BACKGROUND_COUNTERS`] that it reports), evidence that flushes, merges, buffer
+    /// emptying, splits or log cleaning ran while the history was recorded.
+    pub background: Vec<(&'static str, u64)>,
     /// Operations that overlap another on the same key ([`History::overlapping_operations`]).
     pub overlapping: usize,
     /// The checker's report.
@@ -122,7 +141,10 @@ pub fn run_round(
         Fault::StaleReads => recorded(&StaleReads::new(&db), workload, &clock)?,
         Fault::NonAtomicCas => recorded(&NonAtomicCas::new(&db), workload, &clock)?,
     };
-    let bytes_written = db.stats().io.bytes_written;
+    let stats = db.stats();
+    let bytes_written = stats.io.bytes_written;
+    let background =
+        stats.extra.into_iter().filter(|(name, _)| BACKGROUND_COUNTERS.contains(name)).collect();
     db.close().map_err(|e| format!("close: {e}"))?;
     drop(db);
     let reopened = opened(dir.path(), options)?;
@@ -139,6 +161,7 @@ pub fn run_round(
         workload: *workload,
         filler_ops: recording.filler_ops,
         bytes_written,
+        background,
         overlapping,
         report,
     })

@@ -69,7 +69,7 @@ fn run(args: &[String]) -> Result<bool, String> {
         states += s.report.states_visited;
         println!(
             "{engine} round {round} ({durability:?}, seed {}): {} operations on {} keys, {} \
-             overlapping another, {} search states, {} filler writes, {} bytes written: {}",
+             overlapping another, {} search states, {} filler writes, {} bytes written, {}: {}",
             workload.seed,
             s.report.operations,
             s.report.keys,
@@ -77,6 +77,11 @@ fn run(args: &[String]) -> Result<bool, String> {
             s.report.states_visited,
             s.filler_ops,
             s.bytes_written,
+            s.background
+                .iter()
+                .map(|(name, n)| format!("{name} {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
             match &s.report.verdict {
                 Verdict::Linearizable => "linearizable".to_string(),
                 Verdict::NotLinearizable(v) => format!("NOT LINEARIZABLE\n{v}"),

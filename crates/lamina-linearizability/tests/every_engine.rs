@@ -25,12 +25,13 @@ fn every_engine_is_linearizable_on_single_key_operations() {
             match summary {
                 Ok(s) if s.report.verdict == Verdict::Linearizable => println!(
                     "{engine} {durability:?}: {} operations on {} keys linearizable ({} search \
-                     states), {} filler writes, {} bytes written",
+                     states), {} filler writes, {} bytes written, {:?}",
                     s.report.operations,
                     s.report.keys,
                     s.report.states_visited,
                     s.filler_ops,
-                    s.bytes_written
+                    s.bytes_written,
+                    s.background
                 ),
                 Ok(s) => failures.push(format!("{engine} {durability:?}: {:?}", s.report.verdict)),
                 Err(e) => failures.push(format!("{engine} {durability:?}: {e}")),
