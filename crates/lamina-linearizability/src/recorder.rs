@@ -8,7 +8,7 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
-use lamina::CasOutcome;
+use lamina::{CasOutcome, WriteBatch};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -88,7 +88,7 @@ pub fn hot_key(key: u32) -> Vec<u8> {
 pub struct Recording {
     /// The clients' operations.
     pub history: History,
-    /// Writes the filler thread made to other keys meanwhile.
+    /// Key writes (in batches) the filler thread made to other keys meanwhile.
     pub filler_ops: u64,
 }
 
@@ -189,7 +189,11 @@ fn client_run<S: Store>(
     Ok(ops)
 }
 
-/// The filler: puts (and some deletes) of other keys until every client is done.
+/// Keys per filler batch: one filler thread must write enough distinct keys beside 8
+/// clients to make every engine flush, merge or empty buffers during the history.
+pub const FILLER_BATCH_KEYS: usize = 16;
+
+/// The filler: batches of puts (and some deletes) of other keys until every client is done.
 fn filler_run<S: Store>(
     store: &S,
     seed: u64,
@@ -197,18 +201,21 @@ fn filler_run<S: Store>(
     clients: u32,
 ) -> Result<u64, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xf111);
-    let mut ops = 0u64;
+    let mut writes = 0u64;
     while clients_done.load(Ordering::Acquire) < clients {
-        let key = format!("fill-{:06}", rng.random_range(0..FILLER_KEYS)).into_bytes();
-        if rng.random_bool(0.1) {
-            store.delete(&key).map_err(|e| format!("filler: delete: {e}"))?;
-        } else {
-            let bytes = value::encode(rng.random());
-            store.put(&key, &bytes).map_err(|e| format!("filler: put: {e}"))?;
+        let mut batch = WriteBatch::new();
+        for _ in 0..FILLER_BATCH_KEYS {
+            let key = format!("fill-{:06}", rng.random_range(0..FILLER_KEYS)).into_bytes();
+            if rng.random_bool(0.1) {
+                batch.delete(key);
+            } else {
+                batch.put(key, value::encode(rng.random()));
+            }
         }
-        ops += 1;
+        store.write_batch(&batch).map_err(|e| format!("filler: write batch: {e}"))?;
+        writes += FILLER_BATCH_KEYS as u64;
     }
-    Ok(ops)
+    Ok(writes)
 }
 
 /// Records `workload` on `store`, timed by `clock`.

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use lamina::{CasOutcome, Db, Result};
+use lamina::{CasOutcome, Db, Result, WriteBatch};
 
 /// The single-key operations of `lamina_core::OrderedIndex`.
 pub trait Store: Sync {
@@ -22,6 +22,9 @@ pub trait Store: Sync {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<CasOutcome>;
+    /// Applies `batch` (only the filler uses batches: they are not single-key operations
+    /// and are not recorded).
+    fn write_batch(&self, batch: &WriteBatch) -> Result<()>;
 }
 
 impl Store for Db {
@@ -42,6 +45,9 @@ impl Store for Db {
     ) -> Result<CasOutcome> {
         Db::compare_and_swap(self, key, expected, new)
     }
+    fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        Db::write_batch(self, batch)
+    }
 }
 
 impl<S: Store + ?Sized> Store for &S {
@@ -61,6 +67,9 @@ impl<S: Store + ?Sized> Store for &S {
         new: Option<&[u8]>,
     ) -> Result<CasOutcome> {
         (**self).compare_and_swap(key, expected, new)
+    }
+    fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        (**self).write_batch(batch)
     }
 }
 
@@ -113,6 +122,10 @@ impl<S: Store> Store for StaleReads<S> {
     ) -> Result<CasOutcome> {
         self.inner.compare_and_swap(key, expected, new)
     }
+    fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        // Writes go through: the snapshots may now be stale, which is the point.
+        self.inner.write_batch(batch)
+    }
 }
 
 /// Compare-and-swap done as a get, a pause, then a put or delete, without a lock: two
@@ -159,5 +172,8 @@ impl<S: Store> Store for NonAtomicCas<S> {
             }
         }
         Ok(CasOutcome::Swapped)
+    }
+    fn write_batch(&self, batch: &WriteBatch) -> Result<()> {
+        self.inner.write_batch(batch)
     }
 }
