@@ -1,0 +1,277 @@
+//! A Wing-Gong linearizability checker with Lowe's memoization (and Horn and Kroening's
+//! presentation): search for a sequential order of a key's operations that respects real
+//! time (an operation that returned before another was invoked comes first) and the
+//! register model (`crate::model`), linearizing operations as early as possible and
+//! backtracking; a (set of linearized operations, state) pair already explored is not
+//! explored again. Keys are checked one at a time (P-compositionality: a history is
+//! linearizable iff every key's sub-history is).
+//!
+//! The search is exponential in the worst case, so it is bounded ([`Limits`]): past the
+//! bound the answer is [`Verdict::Undecided`], never a hang.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use crate::history::{History, Operation, ValueName};
+use crate::model::{self, State};
+
+/// Bounds on the search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Most operations in one key's sub-history; a longer one is undecided.
+    pub operations_per_key_max: usize,
+    /// Most search states (partial linearizations) visited for one key.
+    pub states_visited_per_key_max: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { operations_per_key_max: 100_000, states_visited_per_key_max: 2_000_000 }
+    }
+}
+
+/// Why a key's sub-history is not linearizable: the deepest partial linearization found
+/// and the operations none of which could extend it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The key.
+    pub key: u32,
+    /// Operations of the key's sub-history.
+    pub operations: usize,
+    /// The most operations any partial linearization placed.
+    pub linearized_max: usize,
+    /// The last operations of that partial linearization (up to [`PLACED_SHOWN`]), in order.
+    pub placed_last: Vec<Operation>,
+    /// The register's state after that partial linearization.
+    pub state: State,
+    /// The operations that could come next there (in real time) but none of which may
+    /// return what it returned from that state.
+    pub stuck: Vec<Operation>,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "key {}: not linearizable; at most {} of its {} operations linearize, reaching \
+             state {}; no candidate can come next:",
+            self.key,
+            self.linearized_max,
+            self.operations,
+            ValueName(self.state)
+        )?;
+        for op in &self.stuck {
+            write!(f, "\n  {op}")?;
+        }
+        write!(f, "\nthe last operations linearized before that point:")?;
+        for op in &self.placed_last {
+            write!(f, "\n  {op}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Operations of the deepest partial linearization a [`Violation`] shows.
+pub const PLACED_SHOWN: usize = 8;
+
+/// The checker's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every key's sub-history has a linearization.
+    Linearizable,
+    /// Some key's has none (the first such key).
+    NotLinearizable(Violation),
+    /// The search hit a limit before deciding (the first such key; later keys unchecked).
+    Undecided {
+        /// The key.
+        key: u32,
+        /// Which limit.
+        reason: String,
+    },
+}
+
+/// The verdict and how much searching it took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// The answer.
+    pub verdict: Verdict,
+    /// Keys checked.
+    pub keys: usize,
+    /// Operations checked.
+    pub operations: usize,
+    /// Search states visited over all keys.
+    pub states_visited: u64,
+}
+
+/// Checks `history` (which must be well formed: [`History::validate`]).
+pub fn check(history: &History, limits: &Limits) -> Report {
+    let mut report =
+        Report { verdict: Verdict::Linearizable, keys: 0, operations: 0, states_visited: 0 };
+    for (key, ops) in history.by_key() {
+        report.keys += 1;
+        report.operations += ops.len();
+        let (verdict, visited) = check_key(key, &ops, limits);
+        report.states_visited += visited;
+        if verdict != Verdict::Linearizable {
+            report.verdict = verdict;
+            return report;
+        }
+    }
+    report
+}
+
+/// One level of the depth-first search: the operations that may come next and which one
+/// is being tried.
+struct Frame {
+    /// The operation this frame linearized (`None` at the root) and the state before it.
+    placed: Option<(usize, State)>,
+    candidates: Vec<usize>,
+    next: usize,
+}
+
+/// The deepest partial linearization found, for the report.
+struct Deepest {
+    count: usize,
+    state: State,
+    candidates: Vec<usize>,
+    placed_last: Vec<Operation>,
+}
+
+/// The set of linearized operations, kept as "everything before `prefix`" plus the sorted
+/// indices past it (few: at most the operations concurrent with the earliest unlinearized
+/// one), so memo entries stay small on long histories.
+struct Linearized {
+    done: Vec<bool>,
+    prefix: usize,
+    count: usize,
+}
+
+impl Linearized {
+    fn set(&mut self, i: usize) {
+        debug_assert!(!self.done[i]);
+        self.done[i] = true;
+        self.count += 1;
+        while self.prefix < self.done.len() && self.done[self.prefix] {
+            self.prefix += 1;
+        }
+    }
+
+    fn clear(&mut self, i: usize) {
+        debug_assert!(self.done[i]);
+        self.done[i] = false;
+        self.count -= 1;
+        self.prefix = self.prefix.min(i);
+    }
+
+    /// The memo key of this set.
+    fn key(&self) -> (u32, Vec<u32>) {
+        let mut extra = Vec::with_capacity(self.count - self.prefix);
+        let mut i = self.prefix;
+        while extra.len() < self.count - self.prefix {
+            if self.done[i] {
+                extra.push(i as u32);
+            }
+            i += 1;
+        }
+        (self.prefix as u32, extra)
+    }
+
+    /// The unlinearized operations that may come next: those invoked no later than the
+    /// earliest response among unlinearized operations (`ops` sorted by invocation).
+    fn candidates(&self, ops: &[Operation]) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut response_min = u64::MAX;
+        for (i, op) in ops.iter().enumerate().skip(self.prefix) {
+            if self.done[i] {
+                continue;
+            }
+            // Equal timestamps count as concurrent: the clock cannot order them.
+            if op.invoke_ns > response_min {
+                break;
+            }
+            response_min = response_min.min(op.response_ns);
+            out.push(i);
+        }
+        out
+    }
+}
+
+/// Checks one key's operations, sorted by invocation time: the verdict and the states
+/// visited.
+pub fn check_key(key: u32, ops: &[Operation], limits: &Limits) -> (Verdict, u64) {
+    assert!(ops.windows(2).all(|w| w[0].invoke_ns <= w[1].invoke_ns), "sorted by invocation");
+    if ops.len() > limits.operations_per_key_max {
+        let reason = format!(
+            "{} operations, more than the limit of {}",
+            ops.len(),
+            limits.operations_per_key_max
+        );
+        return (Verdict::Undecided { key, reason }, 0);
+    }
+    let mut linearized = Linearized { done: vec![false; ops.len()], prefix: 0, count: 0 };
+    let mut state: State = None;
+    let mut memo: HashSet<((u32, Vec<u32>), State)> = HashSet::new();
+    let mut visited = 0u64;
+    let mut frames = vec![Frame { placed: None, candidates: linearized.candidates(ops), next: 0 }];
+    let mut deepest = Deepest {
+        count: 0,
+        state: None,
+        candidates: frames[0].candidates.clone(),
+        placed_last: Vec::new(),
+    };
+    while linearized.count < ops.len() {
+        let frame = frames.last_mut().expect("the root frame is popped only to return");
+        if let Some(&i) = frame.candidates.get(frame.next) {
+            frame.next += 1;
+            let Some(after) = model::step(state, ops[i].op, ops[i].ret) else { continue };
+            linearized.set(i);
+            if !memo.insert((linearized.key(), after)) {
+                linearized.clear(i);
+                continue;
+            }
+            visited += 1;
+            if visited > limits.states_visited_per_key_max {
+                let reason = format!(
+                    "visited more than {} search states (deepest: {} of {} operations)",
+                    limits.states_visited_per_key_max,
+                    deepest.count,
+                    ops.len()
+                );
+                return (Verdict::Undecided { key, reason }, visited);
+            }
+            frames.push(Frame {
+                placed: Some((i, state)),
+                candidates: linearized.candidates(ops),
+                next: 0,
+            });
+            state = after;
+            if linearized.count > deepest.count {
+                deepest = Deepest {
+                    count: linearized.count,
+                    state,
+                    candidates: frames.last().unwrap().candidates.clone(),
+                    placed_last: frames[frames.len().saturating_sub(PLACED_SHOWN)..]
+                        .iter()
+                        .filter_map(|f| f.placed.map(|(i, _)| ops[i]))
+                        .collect(),
+                };
+            }
+        } else {
+            let frame = frames.pop().unwrap();
+            let Some((i, before)) = frame.placed else {
+                let violation = Violation {
+                    key,
+                    operations: ops.len(),
+                    linearized_max: deepest.count,
+                    placed_last: deepest.placed_last,
+                    state: deepest.state,
+                    stuck: deepest.candidates.iter().map(|&i| ops[i]).collect(),
+                };
+                return (Verdict::NotLinearizable(violation), visited);
+            };
+            linearized.clear(i);
+            state = before;
+        }
+    }
+    (Verdict::Linearizable, visited)
+}
