@@ -12,7 +12,9 @@
 //! one for every engine in CI.
 
 pub mod child;
+pub mod damage;
 pub mod ledger;
 pub mod parent;
+pub mod scripted;
 pub mod settings;
 pub mod value;
