@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Longest a single damaged-store check may take before it counts as a hang.
-pub const CASE_TIMEOUT: Duration = Duration::from_secs(120);
+pub const CASE_TIMEOUT: Duration = Duration::from_mins(2);
 
 /// The lock file `lamina::Db` keeps in a store directory.
 const LOCK_FILE_NAME: &str = "LOCK";
@@ -18,11 +18,29 @@ const LOCK_FILE_NAME: &str = "LOCK";
 /// Bytes copied per read while copying sparsely.
 const COPY_CHUNK_BYTES: usize = 1 << 20;
 
-/// A directory for scratch stores: `/dev/shm` when present (no fsync cost), else the
-/// system's temporary directory.
+/// Free bytes `/dev/shm` must have to hold scratch stores (a container's default is 64 MiB).
+const SHM_FREE_BYTES_MIN: u64 = 2 << 30;
+
+/// Free bytes of the file system holding `path` (0 if unknown).
+fn free_bytes(path: &Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return 0 };
+    // SAFETY: statvfs writes only into `stat`, a plain struct that zeroed bytes initialise
+    // validly; `c_path` is a NUL-terminated string that outlives the call.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: see above.
+    if unsafe { libc::statvfs(c_path.as_ptr(), &raw mut stat) } != 0 {
+        return 0;
+    }
+    stat.f_bavail.saturating_mul(stat.f_frsize)
+}
+
+/// A directory for scratch stores: `/dev/shm` when present with room (no fsync cost), else
+/// the system's temporary directory.
 pub fn scratch_dir() -> tempfile::TempDir {
     let shm = Path::new("/dev/shm");
     if shm.is_dir()
+        && free_bytes(shm) >= SHM_FREE_BYTES_MIN
         && let Ok(dir) = tempfile::Builder::new().prefix("lamina-damage-").tempdir_in(shm)
     {
         return dir;

@@ -20,7 +20,7 @@
 //! `LAMINA_SWEEP_ENGINE=name` sweeps one engine. `--nocapture` prints the table of
 //! `docs/results/reliability.md`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lamina::{Db, EngineKind, Error, KeyRange};
@@ -110,8 +110,8 @@ fn classify(error: &Error, name: &str) -> Outcome {
 
 /// Opens the damaged copy, reads every key the ledger knows and scans everything (a read
 /// error is classified), then checks the data against the ledger.
-fn check_copy(dir: PathBuf, engine: EngineKind, image: &CrashImage, name: &str) -> Outcome {
-    let db = match Db::open(&dir, options(engine)) {
+fn check_copy(dir: &Path, engine: EngineKind, image: &CrashImage, name: &str) -> Outcome {
+    let db = match Db::open(dir, options(engine)) {
         Ok(db) => db,
         Err(e) => return classify(&e, name),
     };
@@ -163,7 +163,7 @@ fn sweep_image(engine: EngineKind, index: u64, tally: &mut Tally) {
         damage::bounded(move || {
             let copy = damage::scratch_dir();
             damage::copy_dir(&store, copy.path());
-            check_copy(copy.path().to_path_buf(), engine, &image, "-")
+            check_copy(copy.path(), engine, &image, "-")
         })
     };
     assert!(
@@ -179,7 +179,7 @@ fn sweep_image(engine: EngineKind, index: u64, tally: &mut Tally) {
         for &how in DAMAGES {
             let (copy, _) = damage::damaged_copy(&store, &name, how);
             let (dir, image, file) = (copy.path().to_path_buf(), image.clone(), name.clone());
-            let outcome = damage::bounded(move || check_copy(dir, engine, &image, &file));
+            let outcome = damage::bounded(move || check_copy(&dir, engine, &image, &file));
             let case = |what: &str| format!("{engine} image {index}: {name} {how:?}: {what}");
             match outcome {
                 Ok(Outcome::Correct) => tally.correct += 1,
@@ -190,7 +190,7 @@ fn sweep_image(engine: EngineKind, index: u64, tally: &mut Tally) {
                 }
                 Ok(Outcome::Wrong(what)) => tally.wrong.push(case(&what)),
                 Err(Abnormal::Panic(message)) => {
-                    tally.wrong.push(case(&format!("panic: {message}")))
+                    tally.wrong.push(case(&format!("panic: {message}")));
                 }
                 Err(Abnormal::Hang) => tally.wrong.push(case("hang")),
             }
