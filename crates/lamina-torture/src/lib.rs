@@ -14,7 +14,9 @@
 #![forbid(unsafe_code)]
 
 pub mod child;
+pub mod damage;
 pub mod ledger;
 pub mod parent;
+pub mod scripted;
 pub mod settings;
 pub mod value;

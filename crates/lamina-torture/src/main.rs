@@ -1,6 +1,8 @@
 //! The `lamina-torture` binary: `lamina-torture --engine NAME --cycles N [--dir DIR]
 //! [--seed S] [--kill-ms MIN-MAX]` runs the parent; `lamina-torture child ...` is the child
-//! it starts (`lib.rs`).
+//! it starts (`lib.rs`); `lamina-torture scripted --engine NAME --dir DIR --ops N [--seed S]
+//! [--crash]` runs the deterministic script of `scripted.rs` (killing itself after it with
+//! `--crash`).
 
 #![forbid(unsafe_code)]
 
@@ -47,6 +49,14 @@ fn run(args: &[String]) -> Result<(), String> {
         let dir: PathBuf = parsed(args, "--dir", None)?;
         let cycle: u64 = parsed(args, "--cycle", None)?;
         lamina_torture::child::run(&dir, engine, seed, cycle);
+    }
+    if args.first().map(String::as_str) == Some("scripted") {
+        let dir: PathBuf = parsed(args, "--dir", None)?;
+        let ops: u64 = parsed(args, "--ops", None)?;
+        let crash = args.iter().any(|a| a == "--crash");
+        let script = lamina_torture::scripted::script(seed, ops);
+        return lamina_torture::scripted::run(&dir, engine, &script, crash)
+            .map_err(|e| format!("scripted: {e}"));
     }
     let cycles: u64 = parsed(args, "--cycles", None)?;
     let dir: PathBuf = parsed(args, "--dir", Some(parent::default_dir(engine, seed)))?;

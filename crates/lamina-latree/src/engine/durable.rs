@@ -163,6 +163,21 @@ pub fn recover(
     };
     let record = CommitRecord::decode(&committed.payload)
         .map_err(|e| Error::corruption(&sb_path, 0, format!("commit record: {e}")))?;
+    if must_exist && logs == 0 {
+        // The store was opened before (the database says so), and every open leaves a log
+        // segment: a log that is gone took the writes after the checkpoint with it (the
+        // committed `applied_seq` cannot tell, since it is 0 until a checkpoint applies
+        // records), so a new empty log would silently drop them.
+        return Err(Error::corruption(
+            storage.path_of(&format!("{LOG_FILE_PREFIX}-*.seg")),
+            0,
+            format!(
+                "no segment of the log is left, but the database exists (the checkpoint \
+                 applied the log through sequence number {})",
+                record.applied_seq
+            ),
+        ));
+    }
     if record.buffered != buffered {
         return Err(Error::Incompatible {
             reason: format!(
