@@ -132,7 +132,10 @@ pub fn data_offset(extents: &[(u64, u64)], permille: u64) -> Option<u64> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Damage {
     /// XOR one byte with 0x5a, `at_permille`/1000 of the way through the file's data.
-    Flip { at_permille: u64 },
+    Flip {
+        /// Where, in thousandths of the file's data.
+        at_permille: u64,
+    },
     /// Cut to half its length.
     CutInHalf,
     /// Cut to zero bytes.

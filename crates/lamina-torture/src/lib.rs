@@ -11,7 +11,8 @@
 //! `scripts/torture ENGINE CYCLES`) runs the long version; `tests/every_engine.rs` a short
 //! one for every engine in CI.
 
-#![forbid(unsafe_code)]
+// Unsafe code: three libc calls (statvfs, lseek for sparse copies, kill of the process
+// itself), each with its SAFETY comment; nothing else.
 
 pub mod child;
 pub mod damage;

@@ -53,7 +53,7 @@ pub fn script(seed: u64, ops: u64) -> Vec<Op> {
 /// Applies one script operation (compare-and-swaps are not scripted).
 pub fn apply(db: &Db, op: &Op) -> lamina::Result<()> {
     match op {
-        Op::Put { key, version } | Op::Cas { key, version } => db.put(key, &value(key, *version)),
+        Op::Put { key, version } | Op::Cas { key, version } => db.put(key, value(key, *version)),
         Op::Delete { key } => db.delete(key).map(drop),
         Op::Batch { writes } => {
             let mut batch = WriteBatch::new();

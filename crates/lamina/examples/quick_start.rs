@@ -6,6 +6,7 @@
 
 use lamina::{Db, Options};
 
+/// Runs the example.
 pub fn main() -> lamina::Result<()> {
     let temp = tempfile::tempdir().expect("a temporary directory");
     let dir = temp.path().join("quick-start.db"); // created if missing

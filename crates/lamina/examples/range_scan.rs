@@ -17,6 +17,7 @@ fn show(
     Ok(())
 }
 
+/// Runs the example.
 pub fn main() -> lamina::Result<()> {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let db = Db::open(dir.path(), Options::new())?;

@@ -21,6 +21,7 @@ fn increment(db: &Db, key: &str) -> lamina::Result<u64> {
     }
 }
 
+/// Runs the example.
 pub fn main() -> lamina::Result<()> {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let db = Db::open(dir.path(), Options::new())?;
