@@ -217,7 +217,9 @@ fn oversized_input_is_refused_and_changes_nothing() {
         log.append(LogOp::Put { key: &long_key, value: b"" }).unwrap_err().is_invalid_argument()
     );
     assert!(
-        log.append(LogOp::Put { key: b"k", value: &[0u8; 4097] }).unwrap_err().is_invalid_argument()
+        log.append(LogOp::Put { key: b"k", value: &[0u8; 4097] })
+            .unwrap_err()
+            .is_invalid_argument()
     );
     let mut batch = WriteBatch::new();
     for i in 0..40u64 {
