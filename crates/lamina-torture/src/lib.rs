@@ -10,6 +10,12 @@
 //! `cargo run --release -p lamina-torture -- --engine fdtree --cycles 100` (or
 //! `scripts/torture ENGINE CYCLES`) runs the long version; `tests/every_engine.rs` a short
 //! one for every engine in CI.
+//!
+//! The same machinery damages stores: `tests/crash_image_damage_sweep.rs` damages every file
+//! of a crash image (`parent::crash_image`, `damage.rs`) and checks the result against the
+//! ledger; `tests/recovery_never_panics.rs` mutates files of a store made by a deterministic
+//! script with known prefix states (`scripted.rs`, `lamina-torture scripted`) in property
+//! tests.
 
 // Unsafe code: three libc calls (statvfs, lseek for sparse copies, kill of the process
 // itself), each with its SAFETY comment; nothing else.
