@@ -93,9 +93,24 @@ impl Db {
     /// `created` flag, and rewritten with it once the engine has opened; from then on every
     /// open tells the engine [`OpenIntent::MustExist`], so a lost file is never taken for a
     /// new, empty database.
+    ///
+    /// Emits a `tracing` span `lamina_open` (fields `engine`, `dir`) around the open and
+    /// the engine's recovery, an info event when the database is open, and an error event
+    /// if it fails.
     pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Db> {
-        options.validate()?;
         let dir = dir.as_ref();
+        let span = tracing::info_span!("lamina_open", engine = %options.engine, dir = ?dir);
+        let _entered = span.enter();
+        let result = Db::open_inner(dir, options);
+        match &result {
+            Ok(db) => tracing::info!(keys = ?db.stats().keys, "database open"),
+            Err(e) => tracing::error!(error = %e, "opening the database failed"),
+        }
+        result
+    }
+
+    fn open_inner(dir: &Path, options: Options) -> Result<Db> {
+        options.validate()?;
         prepare_dir(dir, options.create_if_missing)?;
         // Refuse a foreign directory before creating anything in it (not even `LOCK`).
         if Meta::read(dir)?.is_none() {
@@ -123,7 +138,11 @@ impl Db {
             }
         };
         let intent = if created { OpenIntent::MustExist } else { OpenIntent::CreateIfMissing };
-        let engine = open_engine(dir, &options, intent, None)?;
+        let engine = {
+            // The engine's open: for an existing database, its recovery (log replay, checks).
+            let _span = tracing::info_span!("recovery", existing = created).entered();
+            open_engine(dir, &options, intent, None)?
+        };
         if !created {
             let engine = options.engine.format_name().to_string();
             Meta { engine, created: true }.write(dir)?;

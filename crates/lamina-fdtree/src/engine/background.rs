@@ -28,7 +28,13 @@ impl Inner {
                 if self.control.next_flush(retry) == Next::Stop {
                     return;
                 }
-                let result = self.flush_paced();
+                let result = {
+                    let _span = tracing::debug_span!("fdtree_flush").entered();
+                    self.flush_paced()
+                };
+                if let Err(e) = &result {
+                    tracing::error!(error = %e, "fdtree flush failed");
+                }
                 self.control.background_result(&result);
                 if result.is_ok() && self.read(|t| Ok(t.merge_due().is_some())).unwrap_or(false) {
                     self.control.want_merge();
@@ -36,6 +42,7 @@ impl Inner {
             }
         });
         if std::panic::catch_unwind(run).is_err() {
+            tracing::error!("the fdtree flush thread panicked; the tree refuses writes");
             self.control.fail(&Error::corruption(
                 self.storage.path_of("fdtree"),
                 0,
@@ -52,12 +59,19 @@ impl Inner {
                 if self.control.next_merge(retry) == Next::Stop {
                     return;
                 }
-                let result = self.merge_now();
+                let result = {
+                    let _span = tracing::debug_span!("fdtree_merge").entered();
+                    self.merge_now()
+                };
+                if let Err(e) = &result {
+                    tracing::error!(error = %e, "fdtree merge failed");
+                }
                 self.control.background_result(&result);
             }
         });
         if std::panic::catch_unwind(run).is_err() {
             // A bug: the tree stays readable; modifications get this error.
+            tracing::error!("the fdtree merge thread panicked; the tree refuses writes");
             self.control.fail(&Error::corruption(
                 self.storage.path_of("fdtree"),
                 0,

@@ -112,6 +112,9 @@ pub fn background(inner: &Inner) {
         }
         // A sticky failure is recorded by `checkpoint_locked` (writers report it); any other
         // is retried when the next write finds the checkpoint still due.
-        let _ = inner.checkpoint();
+        let _span = tracing::debug_span!("latree_checkpoint").entered();
+        if let Err(e) = inner.checkpoint() {
+            tracing::error!(error = %e, "latree background checkpoint failed");
+        }
     }
 }

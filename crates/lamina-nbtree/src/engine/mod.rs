@@ -293,7 +293,12 @@ fn background(inner: &Inner) {
             inner.work_ready.wait_for(&mut work, IDLE_WAIT);
             continue;
         }
-        if inner.run(&mut work, BACKGROUND_STEP_PAGES).is_err() {
+        let result = {
+            let _span = tracing::trace_span!("nbtree_flush_step").entered();
+            inner.run(&mut work, BACKGROUND_STEP_PAGES)
+        };
+        if let Err(e) = result {
+            tracing::error!(error = %e, "nbtree background flush failed");
             // Recorded by `run` (a full disk is retried by the next write); wait for it.
             inner.work_ready.wait_for(&mut work, IDLE_WAIT);
         }

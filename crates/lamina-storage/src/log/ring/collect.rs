@@ -69,11 +69,22 @@ impl Ring {
         below: u64,
         superseded: &HashSet<Vec<u8>>,
     ) -> Result<()> {
+        if !self.collect_ahead_due(below) {
+            return Ok(());
+        }
+        let _span = tracing::debug_span!("log_gc", path = ?self.path).entered();
+        let mut collected_bytes = 0u64;
         while self.collect_ahead_due(below) {
-            if self.collect_one(oracle, superseded)?.is_none() {
-                break;
+            match self.collect_one(oracle, superseded) {
+                Ok(Some(bytes)) => collected_bytes += bytes,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::error!(error = %e, "log garbage collection failed");
+                    return Err(e);
+                }
             }
         }
+        tracing::debug!(collected_bytes, carry_bytes = self.carry.len(), "log chunks collected");
         Ok(())
     }
 
