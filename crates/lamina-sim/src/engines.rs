@@ -91,7 +91,7 @@ pub enum Engine {
     /// `mem`.
     Mem(MemEngine),
     /// `trie`.
-    Trie(TrieEngine),
+    Trie(Box<TrieEngine>),
     /// `fdtree-*`.
     Fdtree(FdTree),
     /// `nbtree`.
@@ -99,7 +99,7 @@ pub enum Engine {
     /// `latree`, `latree-btree`.
     Latree(LaTreeEngine),
     /// `fptree`.
-    Fptree(FpTreeEngine<SimulatedRegion>),
+    Fptree(Box<FpTreeEngine<SimulatedRegion>>),
 }
 
 /// Log buffers and segments of the log-based engines: the smallest the log accepts, so that
@@ -126,7 +126,7 @@ pub fn open_on_storage(engine: EngineName, storage: Arc<dyn Storage>) -> Result<
                 .durability(Durability::Sync)
                 .log_buffer_bytes(LOG_BUFFER_BYTES)
                 .log_segment_bytes(LOG_SEGMENT_BYTES);
-            Engine::Trie(TrieEngine::open(storage, options)?)
+            Engine::Trie(Box::new(TrieEngine::open(storage, options)?))
         }
         EngineName::Fdtree(mode) => {
             let options = FdTreeOptions {
@@ -174,7 +174,7 @@ pub fn open_on_storage(engine: EngineName, storage: Arc<dyn Storage>) -> Result<
 /// Opens the FPTree engine over a simulated persistent-memory region.
 pub fn open_on_region(region: Arc<SimulatedRegion>, intent: OpenIntent) -> Result<Engine> {
     let config = FpTreeConfig::default();
-    Ok(Engine::Fptree(FpTreeEngine::open_region(region, config, intent)?))
+    Ok(Engine::Fptree(Box::new(FpTreeEngine::open_region(region, config, intent)?)))
 }
 
 impl Engine {
@@ -182,11 +182,11 @@ impl Engine {
     pub fn index(&self) -> &dyn OrderedIndex {
         match self {
             Engine::Mem(e) => e,
-            Engine::Trie(e) => e,
+            Engine::Trie(e) => &**e,
             Engine::Fdtree(e) => e,
             Engine::Nbtree(e) => e,
             Engine::Latree(e) => e,
-            Engine::Fptree(e) => e,
+            Engine::Fptree(e) => &**e,
         }
     }
 

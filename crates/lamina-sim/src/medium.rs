@@ -91,7 +91,7 @@ impl Medium {
                 if let Fault::Flip { at } = plan.fault {
                     flip_used_bit(&next, at)?;
                 }
-                let tear_seed = (plan.seed % 2 == 0).then_some(plan.seed);
+                let tear_seed = plan.seed.is_multiple_of(2).then_some(plan.seed);
                 let persist_no = next.persist_count() + plan.crash_at;
                 next.set_crash_point(Some(CrashPoint { persist_no, tear_seed }));
                 *region = Some(Arc::new(next));
