@@ -29,16 +29,27 @@ impl<'a> MakeWriter<'a> for Captured {
     }
 }
 
+/// Runs `run` and returns what it logged. One global subscriber for the whole binary (scoped
+/// subscribers on parallel test threads meet tracing's global per-callsite interest cache:
+/// events were lost); the captures are serialized and each starts from an empty buffer.
 fn captured(run: impl FnOnce()) -> String {
-    let out = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(out.clone())
-        .with_span_events(FmtSpan::NEW)
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .finish();
-    tracing::subscriber::with_default(subscriber, run);
-    String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+    static SINK: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let sink = SINK.get_or_init(|| {
+        let out = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(out.clone())
+            .with_span_events(FmtSpan::NEW)
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("the only global subscriber");
+        out
+    });
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    sink.0.lock().unwrap().clear();
+    run();
+    String::from_utf8(sink.0.lock().unwrap().clone()).unwrap()
 }
 
 #[test]
