@@ -21,7 +21,16 @@ pub enum Op {
     Delete(Vec<u8>),
     /// Compare-and-swap on a key whose state the model knows; `swaps` says whether the
     /// expected value is the current one.
-    Cas { key: Vec<u8>, expected: Option<Vec<u8>>, new: Option<Vec<u8>>, swaps: bool },
+    Cas {
+        /// The key.
+        key: Vec<u8>,
+        /// The value expected (`None`: absent).
+        expected: Option<Vec<u8>>,
+        /// The value to store (`None`: delete).
+        new: Option<Vec<u8>>,
+        /// Whether `expected` is the model's current value (the swap must happen).
+        swaps: bool,
+    },
     /// An atomic batch over distinct keys.
     Batch(Effects),
     /// A point read, checked against the model.
