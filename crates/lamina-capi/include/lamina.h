@@ -47,9 +47,8 @@ extern "C" {
 /** Largest value, in bytes (the empty value is allowed). */
 #define LAMINA_VALUE_BYTES_MAX 4096
 /** The smallest disk_budget_bytes "trie" accepts: its log ring needs a 4 KiB header and one
- *  segment of 12 chunks, each twice its 1 MiB log write buffer plus 4 KiB (about 24 MiB).
- *  The write buffer's size (log_buffer_bytes of the trie) is not an option of the C API,
- *  nor of the Rust `lamina::Options` it maps to. */
+ *  segment of 12 chunks, each twice its 1 MiB log write buffer plus 4 KiB (about 24 MiB),
+ *  with the default lamina_options.log_buffer_bytes; a larger buffer raises it. */
 #define LAMINA_TRIE_LOG_RING_BYTES_MIN 25219072
 /** The same for "mem", whose log write buffer is 256 KiB (about 6 MiB). */
 #define LAMINA_MEM_LOG_RING_BYTES_MIN 6344704
@@ -147,6 +146,11 @@ typedef struct lamina_options {
      *  fail with LAMINA_NO_SPACE instead of exhausting memory. Other engines return
      *  LAMINA_UNSUPPORTED for a nonzero value. */
     uint64_t memory_limit_bytes;
+    /** "trie" and "mem": the log's write buffer in bytes (writes are coalesced into chunks of
+     *  this size before they reach the log ring); 0 = the engine's default (1 MiB for trie,
+     *  256 KiB for mem). Out of range: LAMINA_INVALID_ARGUMENT naming buffer_bytes; nonzero
+     *  with another engine: LAMINA_UNSUPPORTED. Default 0. */
+    uint64_t log_buffer_bytes;
 } lamina_options;
 
 /** Fills *opts with the defaults listed above. NULL is ignored. */

@@ -440,8 +440,8 @@ fn the_header_states_the_same_constants_as_the_code() {
 
 #[test]
 fn the_options_struct_has_the_c_layout_the_header_describes() {
-    // const char*, int, then four uint64_t, then int, then uint64_t: on LP64,
-    // 8 + 4(+4) + 32 + 4(+4) + 8 = 64.
+    // const char*, int, then four uint64_t, then int, then two uint64_t: on LP64,
+    // 8 + 4(+4) + 32 + 4(+4) + 16 = 72.
     assert_eq!(std::mem::offset_of!(LaminaOptions, durability), std::mem::size_of::<usize>());
     assert_eq!(std::mem::offset_of!(LaminaOptions, durability_max_delay_us) % 8, 0);
     assert_eq!(
@@ -452,5 +452,9 @@ fn the_options_struct_has_the_c_layout_the_header_describes() {
         std::mem::offset_of!(LaminaOptions, memory_limit_bytes),
         std::mem::offset_of!(LaminaOptions, create_if_missing) + 8
     );
-    assert_eq!(std::mem::size_of::<LaminaOptions>(), 64);
+    assert_eq!(
+        std::mem::offset_of!(LaminaOptions, log_buffer_bytes),
+        std::mem::offset_of!(LaminaOptions, memory_limit_bytes) + 8
+    );
+    assert_eq!(std::mem::size_of::<LaminaOptions>(), 72);
 }

@@ -3,7 +3,7 @@
 use std::ffi::{CStr, c_char, c_int};
 use std::time::Duration;
 
-use lamina_facade::{Durability, EngineKind, Options};
+use lamina_facade::{Durability, EngineKind, EngineSettings, LogRingSettings, Options};
 
 use crate::status::Failure;
 
@@ -34,6 +34,8 @@ pub struct LaminaOptions {
     pub create_if_missing: c_int,
     /// Most memory the engine's data may take; 0 means unlimited.
     pub memory_limit_bytes: u64,
+    /// Engines "trie" and "mem": the log's write buffer in bytes; 0 = the engine's default.
+    pub log_buffer_bytes: u64,
 }
 
 impl LaminaOptions {
@@ -57,6 +59,7 @@ impl LaminaOptions {
             disk_budget_bytes: 0,
             create_if_missing: c_int::from(rust.create_if_missing),
             memory_limit_bytes: 0,
+            log_buffer_bytes: 0,
         }
     }
 
@@ -87,8 +90,17 @@ impl LaminaOptions {
                 )));
             }
         };
+        // Settings only the log-ring engines have: refused with the others by `validate`.
+        let engine_settings = if self.log_buffer_bytes == 0 {
+            EngineSettings::Default
+        } else {
+            let bytes = usize::try_from(self.log_buffer_bytes)
+                .map_err(|_| Failure::invalid("option `log_buffer_bytes` is too large"))?;
+            EngineSettings::LogRing(LogRingSettings::new().log_buffer_bytes(bytes))
+        };
         Ok(Options {
             engine,
+            engine_settings,
             durability,
             memory_budget_bytes: self.memory_budget_bytes,
             cache_bytes: self.cache_bytes,
@@ -157,6 +169,7 @@ mod tests {
             disk_budget_bytes: 3 << 30,
             create_if_missing: 0,
             memory_limit_bytes: 2 << 30,
+            log_buffer_bytes: 512 << 10,
         };
         // SAFETY: `engine` is a C string literal.
         let rust = unsafe { opts.to_rust() }.unwrap();
@@ -168,6 +181,10 @@ mod tests {
         assert_eq!((rust.memory_budget_bytes, rust.cache_bytes), (1 << 20, 0));
         assert_eq!((rust.disk_budget_bytes, rust.memory_limit_bytes), (3 << 30, 2 << 30));
         assert!(!rust.create_if_missing);
+        assert_eq!(
+            rust.engine_settings,
+            EngineSettings::LogRing(LogRingSettings::new().log_buffer_bytes(512 << 10))
+        );
     }
 
     #[test]

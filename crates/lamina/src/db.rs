@@ -223,12 +223,17 @@ pub(crate) fn open_engine(
     let engine = match options.engine {
         #[cfg(feature = "mem")]
         EngineKind::Mem => {
+            let defaults = MemOptions::default();
             let mem = MemOptions {
                 durability: options.durability,
                 disk_budget_bytes: nonzero(options.disk_budget_bytes),
                 memory_limit_bytes: nonzero(options.memory_limit_bytes),
+                log_buffer_bytes: options
+                    .log_ring_settings()
+                    .log_buffer_bytes
+                    .unwrap_or(defaults.log_buffer_bytes),
                 intent,
-                ..MemOptions::default()
+                ..defaults
             };
             Engine::Mem(MemEngine::open(storage, &mem)?)
         }
@@ -245,6 +250,9 @@ pub(crate) fn open_engine(
             }
             if let Some(limit) = nonzero(options.memory_limit_bytes) {
                 trie = trie.memory_limit_bytes(limit);
+            }
+            if let Some(bytes) = options.log_ring_settings().log_buffer_bytes {
+                trie = trie.log_buffer_bytes(bytes);
             }
             Engine::Trie(TrieEngine::open(storage, trie)?)
         }

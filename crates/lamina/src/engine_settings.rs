@@ -62,6 +62,31 @@ impl NbtreeSettings {
     }
 }
 
+/// Settings of the engines that hold their data in memory and are durable through the
+/// contest paper's coalesced cyclic log: `trie` and `mem`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogRingSettings {
+    /// The log's write buffer (writes are coalesced into chunks of this size before they
+    /// reach the ring), in `lamina_storage::log::BUFFER_BYTES_MIN..=BUFFER_BYTES_MAX`; the
+    /// ring's smallest size (and so the smallest `disk_budget_bytes`) grows with it. `None`:
+    /// the engine's default (1 MiB for `trie`, the log's default for `mem`).
+    pub log_buffer_bytes: Option<usize>,
+}
+
+impl LogRingSettings {
+    /// The engine's defaults.
+    pub fn new() -> Self {
+        LogRingSettings::default()
+    }
+
+    /// Sets [`LogRingSettings::log_buffer_bytes`].
+    pub fn log_buffer_bytes(mut self, bytes: usize) -> Self {
+        self.log_buffer_bytes = Some(bytes);
+        self
+    }
+}
+
 /// Engine-specific settings: those of [`crate::Options::engine`], or `Default`. Settings of
 /// another engine than the chosen one are refused by [`crate::Options::validate`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -74,6 +99,8 @@ pub enum EngineSettings {
     Fdtree(FdtreeSettings),
     /// For `EngineKind::Nbtree`.
     Nbtree(NbtreeSettings),
+    /// For `EngineKind::Trie` and `EngineKind::Mem`.
+    LogRing(LogRingSettings),
 }
 
 impl EngineSettings {
@@ -83,6 +110,7 @@ impl EngineSettings {
             EngineSettings::Default => None,
             EngineSettings::Fdtree(_) => Some("fdtree"),
             EngineSettings::Nbtree(_) => Some("nbtree"),
+            EngineSettings::LogRing(_) => Some("log ring (trie, mem)"),
         }
     }
 
@@ -92,6 +120,7 @@ impl EngineSettings {
             EngineSettings::Default => true,
             EngineSettings::Fdtree(_) => kind.format_name() == "fdtree",
             EngineSettings::Nbtree(_) => kind.format_name() == "nbtree",
+            EngineSettings::LogRing(_) => matches!(kind.format_name(), "trie" | "mem"),
         }
     }
 }
@@ -112,6 +141,14 @@ impl EngineChoice {
     /// The FD+tree with concurrency scheme `mode` and `settings`.
     pub fn fdtree(mode: crate::FcMode, settings: FdtreeSettings) -> Self {
         EngineChoice { kind: EngineKind::Fdtree(mode), settings: EngineSettings::Fdtree(settings) }
+    }
+}
+
+impl EngineChoice {
+    /// `kind` with `settings` (checked by [`crate::Options::validate`]: settings of another
+    /// engine are refused).
+    pub fn with_settings(kind: EngineKind, settings: EngineSettings) -> Self {
+        EngineChoice { kind, settings }
     }
 }
 

@@ -31,7 +31,7 @@ mod verify;
 pub use db::{Db, FPTREE_FILE_NAME};
 pub use engine_kind::EngineKind;
 pub use engine_settings::{
-    BenchmarkOptions, EngineChoice, EngineSettings, FdtreeSettings, NbtreeSettings,
+    BenchmarkOptions, EngineChoice, EngineSettings, FdtreeSettings, LogRingSettings, NbtreeSettings,
 };
 pub use iter::ScanIter;
 pub use lamina_core::limits;

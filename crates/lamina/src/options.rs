@@ -3,7 +3,7 @@
 use crate::EngineKind;
 #[allow(unused_imports)] // some are used only by some engines' features
 use crate::engine_settings::{
-    BenchmarkOptions, EngineChoice, EngineSettings, FdtreeSettings, NbtreeSettings,
+    BenchmarkOptions, EngineChoice, EngineSettings, FdtreeSettings, LogRingSettings, NbtreeSettings,
 };
 #[allow(unused_imports)] // OpenIntent: not in every feature set
 use lamina_core::{Durability, Error, OpenIntent, Result};
@@ -185,6 +185,15 @@ impl Options {
         match self.engine_settings {
             EngineSettings::Nbtree(settings) => settings,
             _ => NbtreeSettings::default(),
+        }
+    }
+
+    /// The log-ring settings in effect (`trie`, `mem`).
+    #[cfg(any(feature = "trie", feature = "mem"))]
+    pub(crate) fn log_ring_settings(&self) -> LogRingSettings {
+        match self.engine_settings {
+            EngineSettings::LogRing(settings) => settings,
+            _ => LogRingSettings::default(),
         }
     }
 

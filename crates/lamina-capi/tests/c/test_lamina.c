@@ -196,6 +196,16 @@ static void test_open_refuses_bad_arguments_and_options(void) {
     CHECK_STATUS(NULL, lamina_open(path, &opts, &db), LAMINA_UNSUPPORTED);
     CHECK_MESSAGE(NULL, "memory_limit_bytes");
 
+    /* The log write buffer is a setting of trie and mem only; out of range it is refused. */
+    opts = mem_options();
+    opts.engine = "fdtree";
+    opts.log_buffer_bytes = 1u << 20;
+    CHECK_STATUS(NULL, lamina_open(path, &opts, &db), LAMINA_UNSUPPORTED);
+    opts = mem_options();
+    opts.log_buffer_bytes = 1;
+    CHECK_STATUS(NULL, lamina_open(path, &opts, &db), LAMINA_INVALID_ARGUMENT);
+    CHECK_MESSAGE(NULL, "buffer_bytes");
+
     opts = mem_options();
     opts.create_if_missing = 0;
     CHECK_STATUS(NULL, lamina_open(missing, &opts, &db), LAMINA_IO_ERROR);
