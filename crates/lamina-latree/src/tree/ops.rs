@@ -135,6 +135,8 @@ impl LaTree {
     /// root.
     fn empty_on_path(&mut self, path: &[NodeId]) -> Result<()> {
         let (&target, ancestors) = path.split_last().expect("a path to the emptied node");
+        // The LA-tree's flush: a buffer emptied into the subtree below it (section 2.3).
+        let _span = tracing::debug_span!("latree_emptying", depth = path.len()).entered();
         let mut pieces = self.empty_node(target)?;
         for &parent in ancestors.iter().rev() {
             pieces = self.install(parent, pieces)?;

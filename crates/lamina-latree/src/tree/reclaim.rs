@@ -320,6 +320,7 @@ impl LaTree {
     /// Empties every buffer (`force_empty`: each buffered node empties, and emptying walks
     /// every inner node, `empty.rs`).
     fn empty_all_buffers(&mut self) -> Result<()> {
+        let _span = tracing::debug_span!("latree_empty_all_buffers").entered();
         self.force_empty = true;
         let result = self.empty_all_passes();
         self.force_empty = false;
