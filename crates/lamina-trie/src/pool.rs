@@ -68,26 +68,26 @@ impl Cache {
         block.map(|b| b.0)
     }
 
-    /// A new block from this thread's span; when the span is too short, its rest becomes a
-    /// free block of the class it fills exactly, or goes back to the slab (parked or slack),
-    /// and the thread takes a new span.
+    /// A new block from this thread's span; when the span is too short, its rest becomes
+    /// free blocks of the classes that fit, and the thread takes a new span.
     fn carve(&mut self, bytes: usize) -> Option<Block> {
         loop {
             if let Some(block) = self.span.as_mut().and_then(|s| s.carve(bytes)) {
                 return Some(block);
             }
             if let Some(mut rest) = self.span.take() {
-                // A rest that is exactly a class becomes a free block of it; any other (over
-                // 1 KiB and between large classes, or slack) goes back to the slab, which
-                // parks it for whoever carves next.
-                match slab::class_of(rest.len).filter(|&c| class_bytes(c) == rest.len) {
-                    Some(class) => {
-                        let block = rest.carve(rest.len).expect("carves its whole length");
-                        self.lists[class].push(block);
-                        self.free_bytes += class_bytes(class);
-                    }
-                    None => slab::GLOBAL.give_span(rest),
+                // The rest (shorter than `bytes`, a multiple of the small step) becomes free
+                // blocks of the largest classes that fit: at most two (a large class and a
+                // small one). It must not go back to the slab as a span: the slab hands
+                // parked spans out first, and this thread would take the same short span
+                // back forever.
+                while rest.len >= slab::BLOCK_BYTES_MIN {
+                    let class = slab::class_fitting(rest.len);
+                    let block = rest.carve(class_bytes(class)).expect("the class fits the rest");
+                    self.lists[class].push(block);
+                    self.free_bytes += class_bytes(class);
                 }
+                slab::GLOBAL.give_span(rest); // slack: shorter than any class
             }
             self.span = Some(slab::GLOBAL.take_span()?);
         }
@@ -192,6 +192,29 @@ mod tests {
             let span = c.span.as_ref().map_or(0, |s| s.len);
             (c.free_bytes, span, c.idle.load(Ordering::Relaxed))
         })
+    }
+
+    /// Mixed sizes leave span rests that are no class (over 1 KiB, not a multiple of 64):
+    /// they must become blocks, not parked spans this thread takes back forever (a hang
+    /// before the fix, seen as a trie recovery spinning in `carve`).
+    #[test]
+    fn mixed_sizes_never_strand_a_span_rest() {
+        std::thread::spawn(|| {
+            let sizes = [976, 16 + 8 + 4096, 160, 3008, 1040];
+            let mut blocks = Vec::new();
+            for i in 0..5_000 {
+                let class = class_of(sizes[i % sizes.len()]).unwrap();
+                blocks.push((alloc(class).expect("memory"), class));
+            }
+            let (free_bytes, span, idle) = cache_state();
+            assert_eq!(idle, free_bytes + span);
+            for (block, class) in blocks {
+                // SAFETY: from `alloc` for `class`, freed once.
+                unsafe { free(block, class) };
+            }
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

@@ -95,6 +95,17 @@ pub(crate) const fn class_of(size: usize) -> Option<usize> {
     Some(SMALL_CLASSES + (size - LARGE_BYTES_MIN).div_ceil(CLASS_STEP_BYTES))
 }
 
+/// The largest class whose blocks fit in `bytes` (at least [`BLOCK_BYTES_MIN`], at most
+/// [`BLOCK_BYTES_MAX`]).
+pub(crate) const fn class_fitting(bytes: usize) -> usize {
+    assert!(bytes >= BLOCK_BYTES_MIN && bytes <= BLOCK_BYTES_MAX);
+    let class = match class_of(bytes) {
+        Some(class) => class,
+        None => unreachable!(),
+    };
+    if class_bytes(class) > bytes { class - 1 } else { class }
+}
+
 /// Bytes of a block of class `class`.
 pub(crate) const fn class_bytes(class: usize) -> usize {
     assert!(class < CLASSES);
@@ -291,6 +302,10 @@ mod tests {
         assert_eq!(class_bytes(class_of(node).unwrap()), 4160);
         assert_eq!(class_of(BLOCK_BYTES_MAX), Some(CLASSES - 1));
         assert_eq!(class_of(BLOCK_BYTES_MAX + 1), None);
+        for bytes in BLOCK_BYTES_MIN..=BLOCK_BYTES_MAX {
+            let fitting = class_bytes(class_fitting(bytes));
+            assert!(fitting <= bytes && bytes - fitting < CLASS_STEP_BYTES, "{bytes} -> {fitting}");
+        }
         let mut class_before = 0;
         for size in BLOCK_BYTES_MIN..=BLOCK_BYTES_MAX {
             let class = class_of(size).unwrap();
