@@ -99,10 +99,7 @@ pub(crate) const fn class_of(size: usize) -> Option<usize> {
 /// [`BLOCK_BYTES_MAX`]).
 pub(crate) const fn class_fitting(bytes: usize) -> usize {
     assert!(bytes >= BLOCK_BYTES_MIN && bytes <= BLOCK_BYTES_MAX);
-    let class = match class_of(bytes) {
-        Some(class) => class,
-        None => unreachable!(),
-    };
+    let Some(class) = class_of(bytes) else { unreachable!() };
     if class_bytes(class) > bytes { class - 1 } else { class }
 }
 
