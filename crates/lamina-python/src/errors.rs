@@ -10,7 +10,7 @@ create_exception!(
     lamina,
     InvalidArgument,
     Error,
-    "The call was refused (key or value too long, empty key, bad option, batch too large); \
+    "The call was refused (key or value too long, bad option, batch too large); \
      nothing changed."
 );
 create_exception!(

@@ -21,7 +21,7 @@ class Error(Exception):
     """Base class of every error lamina raises."""
 
 class InvalidArgument(Error):
-    """The call was refused (key or value too long, empty key, bad option); nothing changed."""
+    """The call was refused (key or value too long, bad option); nothing changed."""
 
 class Corruption(Error):
     """Stored data failed a check; the message names the file and offset."""
