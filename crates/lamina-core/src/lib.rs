@@ -4,6 +4,7 @@
 //! - [`Error`]: the one error type of the public API, with structured variants.
 //! - [`codec`]: the `Encode`/`Decode` traits that every on-disk structure implements.
 //! - [`checksum`]: CRC32C, the checksum of every persistent structure.
+//! - [`key_order`]: the bytewise key order, fast for short keys.
 //! - [`OrderedIndex`]: the trait every engine implements, with its exact semantics.
 //! - [`OpenIntent`]: whether a database must already exist when an engine opens it.
 //! - `testkit` (feature `testkit`): the conformance kit every engine must pass.
@@ -16,6 +17,7 @@ pub mod codec;
 mod durability;
 mod error;
 mod index;
+pub mod key_order;
 pub mod limits;
 mod open;
 mod range;

@@ -107,6 +107,18 @@ pub trait StorageFile: Send + Sync + std::fmt::Debug {
         Ok(None)
     }
 
+    /// A read-only map of `len` bytes from the file's start that may reach past its current
+    /// end: a file still being appended to (fdtree's level being written by a merge, read
+    /// by lookups behind the wavefront), mapped once instead of again as it grows. The
+    /// caller reads through it only bytes the file already holds, and never cuts the file
+    /// below a byte it has read while the map lives: touching a page past the file's end
+    /// raises `SIGBUS` ([`crate::read_map`]). `None` when this backend or file offers no
+    /// maps. Default: none.
+    fn map_read_ahead(&self, len: u64) -> Result<Option<crate::ReadMap>> {
+        let _ = len;
+        Ok(None)
+    }
+
     /// Whether the file is empty.
     fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)

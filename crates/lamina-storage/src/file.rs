@@ -271,6 +271,29 @@ impl Storage for FileStorage {
 }
 
 impl DiskFile {
+    /// A read-only shared map of the file's first `len` bytes, which may reach past its end
+    /// (the callers, `map_read` and `map_read_ahead`, state what the reader must keep to).
+    fn map_bytes(&self, len: u64) -> Result<Option<crate::ReadMap>> {
+        if !self.read_maps || len == 0 {
+            return Ok(None);
+        }
+        let len_usize = usize::try_from(len).map_err(|_| Error::Unsupported {
+            what: format!("mapping {len} bytes of {}", self.name),
+        })?;
+        // SAFETY: the map is read-only and shared, so the process never writes through it and
+        // Rust's aliasing rules hold for the `&[u8]` it hands out; what remains is the file
+        // changing underneath: writes and punched holes only change the bytes seen (the
+        // callers synchronise those with their readers, as they do for `pread`), and the
+        // caller reads only bytes the file holds and never cuts the file below a byte it
+        // reads while the map lives (the contract of `crate::read_map` and of
+        // `map_read_ahead`), so no page it touches lies past the end of the file (SIGBUS).
+        let map = unsafe { memmap2::MmapOptions::new().len(len_usize).map(&self.buffered) }
+            .map_err(|e| Error::io(format!("mapping {len} bytes of {}", self.path.display()), e))?;
+        // Advice only: a failure changes speed, never content.
+        let _ = map.advise(memmap2::Advice::Random);
+        Ok(Some(crate::ReadMap::new(map)))
+    }
+
     /// Whether `O_DIRECT` is in use for aligned accesses of this file.
     pub fn direct_io_active(&self) -> bool {
         self.direct.is_some() && !self.direct_failed.load(Ordering::Relaxed)
@@ -426,27 +449,16 @@ impl StorageFile for DiskFile {
     }
 
     fn map_read(&self, len: u64) -> Result<Option<crate::ReadMap>> {
-        if !self.read_maps || len == 0 {
-            return Ok(None);
-        }
-        let len_usize = usize::try_from(len).map_err(|_| Error::Unsupported {
-            what: format!("mapping {len} bytes of {}", self.name),
-        })?;
         let file_len = self.len()?;
         if len > file_len {
+            let len_usize = usize::try_from(len).unwrap_or(usize::MAX);
             return Err(crate::backend::eof_error(&self.name, 0, len_usize, file_len));
         }
-        // SAFETY: the map is read-only and shared, so the process never writes through it and
-        // Rust's aliasing rules hold for the `&[u8]` it hands out; what remains is the file
-        // changing underneath: writes and punched holes only change the bytes seen (the
-        // callers synchronise those with their readers, as they do for `pread`), and the
-        // caller promises not to cut the file below `len` while the map lives (the contract
-        // of `crate::read_map`), so no page of the map lies past the end of the file (SIGBUS).
-        let map = unsafe { memmap2::MmapOptions::new().len(len_usize).map(&self.buffered) }
-            .map_err(|e| Error::io(format!("mapping {len} bytes of {}", self.path.display()), e))?;
-        // Advice only: a failure changes speed, never content.
-        let _ = map.advise(memmap2::Advice::Random);
-        Ok(Some(crate::ReadMap::new(map)))
+        self.map_bytes(len)
+    }
+
+    fn map_read_ahead(&self, len: u64) -> Result<Option<crate::ReadMap>> {
+        self.map_bytes(len)
     }
 
     fn allocated_bytes(&self) -> Result<u64> {

@@ -43,6 +43,7 @@ pub mod log;
 pub mod memory;
 pub mod overlay;
 pub mod pmem;
+pub mod prefetch;
 pub mod read_map;
 pub mod superblock;
 

@@ -14,6 +14,10 @@
 //! resize again (fdtree's finished level files). A file truncated behind the process's back
 //! while it is open is outside that contract, as it is for LMDB.
 //!
+//! [`crate::StorageFile::map_read_ahead`] maps a file still being appended to, past its
+//! current end, once: its reader touches only bytes already written (fdtree reads a level
+//! being written only in blocks it has indexed, which it indexes after writing them).
+//!
 //! Reads through a map are not I/O calls and are not counted by the accounting
 //! ([`crate::accounting`]); engines that map count their mapped reads themselves.
 
