@@ -12,24 +12,32 @@ fn main() {
     let n: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
     let budget: u64 = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(32 << 20);
     let cache: usize = std::env::args().nth(3).and_then(|a| a.parse().ok()).unwrap_or(0);
-    let dir = tempfile::tempdir().unwrap();
+    // DIR=path: the tree lives there and is kept (LOOKUP_ONLY=1 then reopens it and only
+    // looks keys up: builds compared on one tree of one shape).
+    let temp = tempfile::tempdir().unwrap();
+    let dir_path = std::env::var_os("DIR").map_or_else(|| temp.path().to_owned(), Into::into);
+    let lookup_only = std::env::var("LOOKUP_ONLY").is_ok_and(|v| v == "1");
     let options = FdTreeOptions {
         memory_budget_bytes: budget,
         cache_bytes: cache,
         durability: lamina_core::Durability::None,
         ..FdTreeOptions::default()
     };
-    let db = FdTree::open_dir(dir.path(), &options).unwrap();
+    let db = FdTree::open_dir(&dir_path, &options).unwrap();
     let key = |i: u64| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_be_bytes();
     let value = [7u8; 128];
     let t = Instant::now();
-    for i in 0..n {
+    for i in (0..n).filter(|_| !lookup_only) {
         db.put(&key(i), &value).unwrap();
     }
     let insert_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    db.flush().unwrap();
-    db.wait_for_merges().unwrap();
+    // SETTLE=0: look keys up at once, beside the merges the inserts left running (what the
+    // `scale` experiment's lookup phase sees).
+    if std::env::var("SETTLE").map_or(true, |s| s != "0") {
+        db.flush().unwrap();
+        db.wait_for_merges().unwrap();
+    }
     let settle_s = t.elapsed().as_secs_f64();
     let shape =
         db.with_tree(|t| (t.materialized_labels(), t.level_blocks(), t.run_count())).unwrap();

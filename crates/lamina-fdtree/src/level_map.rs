@@ -1,29 +1,51 @@
-//! A finished level file mapped read-only for lookups (`lamina_storage::read_map`): a lookup
-//! parses its segment in place in the OS page cache, with no `pread`, no copy and no frame
-//! of the segment cache (the profile of issue 22: the `pread` copy and the cache's
-//! bookkeeping were half of a lookup's time).
+//! A level file mapped read-only for lookups (`lamina_storage::read_map`): a lookup parses
+//! its segment in place in the OS page cache, with no `pread`, no copy and no frame of the
+//! segment cache (the profile of issue 22: the `pread` copy and the cache's bookkeeping were
+//! half of a lookup's time).
 //!
-//! Only a level that is finished is mapped: its file has all its blocks, is never written
-//! or resized again, and lives until the level is dropped (FD+FC punches its blocks as a
-//! merge passes them, which only zeroes them, under the block latches that lookups hold,
-//! `latches.rs`). A level being written (FD+FC's `L_0^new` and new levels) has no map and
-//! reads through the segment cache. The map is made at the first lookup that reads the
-//! level; a backend without maps (memory, fault injection) or a map that fails leaves the
-//! level on the cache path for good, so the map is a speed-up, never a requirement.
+//! - A **finished** level is mapped at its length: its file has all its blocks, is never
+//!   written or resized again, and lives until the level is dropped (FD+FC punches its
+//!   blocks as a merge passes them, which only zeroes them, under the block latches that
+//!   lookups hold, `level/latches.rs`).
+//! - A level **being written** by a merge (FD+FC's new levels, which lookups behind the
+//!   wavefront read for the whole of a long merge) is mapped once, past the file's current
+//!   end, at a bound on its final size ([`LevelMap::ahead`], `StorageFile::map_read_ahead`).
+//!   Lookups read only blocks the level's index holds, and the writer indexes a block after
+//!   writing it (`level/writer.rs` `write_pending`), so no page past the end is touched; the
+//!   finished level keeps the same map and its checked bits. Without it, every lookup behind
+//!   the wavefront went through `pread` and the segment cache: a third of the lookups at 10M
+//!   keys, and most of their time, while the last merge into the bottom level ran.
+//!
+//! The map is made at the first lookup that reads the level; a backend without maps
+//! (memory, fault injection) or a map that fails leaves the level on the cache path for good,
+//! so the map is a speed-up, never a requirement.
 //!
 //! Each segment is checked in full (checksum, place) the first time a lookup reads it
 //! through the map, and only its header's count and length afterwards, as the segment
 //! cache checks a segment once when it loads it: with the checksum computed on every read,
-//! CRC32C was a quarter of a lookup's time. One bit per segment remembers it.
+//! CRC32C was a quarter of a lookup's time. One bit per segment remembers it, in chunks
+//! allocated as segments are first checked (a level being written has no segment count yet).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use lamina_storage::{ReadMap, StorageFile};
 
-/// The lazily made map of one finished level file.
+use crate::format::segment::SEGMENT_HEADER_BYTES;
+
+/// Bits of one chunk of the checked bits (8 KiB).
+const CHUNK_BITS: usize = 1 << 16;
+
+/// The fewest bytes a segment takes: its header and one entry of at least 3 bytes (kind,
+/// key length, value length). Bounds the segments of a level being written.
+const SEGMENT_BYTES_MIN: u64 = SEGMENT_HEADER_BYTES as u64 + 3;
+
+/// The lazily made map of one level file.
 #[derive(Debug, Default)]
 pub struct LevelMap {
+    /// For a level being written: the bytes to map (its size bound). `None`: a finished
+    /// level, mapped at the length its first lookup gives.
+    ahead_bytes: Option<u64>,
     map: OnceLock<Option<Mapped>>,
 }
 
@@ -33,35 +55,73 @@ pub struct Mapped {
     /// The file's blocks.
     pub bytes: ReadMap,
     /// Bit `i`: segment `i` of the level (`LevelIndex` order) passed `parse_segment`.
-    checked: Box<[AtomicU64]>,
+    checked: CheckedBits,
+}
+
+/// One bit per segment, in chunks made when a bit in them is first set.
+#[derive(Debug)]
+struct CheckedBits {
+    chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
+}
+
+impl CheckedBits {
+    fn new(segments: u64) -> Self {
+        let chunks = usize::try_from(segments).unwrap_or(usize::MAX).div_ceil(CHUNK_BITS);
+        CheckedBits { chunks: (0..chunks).map(|_| OnceLock::new()).collect() }
+    }
+
+    fn get(&self, number: usize) -> bool {
+        self.chunks.get(number / CHUNK_BITS).and_then(OnceLock::get).is_some_and(|words| {
+            let bit = number % CHUNK_BITS;
+            words[bit / 64].load(Ordering::Acquire) & (1 << (bit % 64)) != 0
+        })
+    }
+
+    fn set(&self, number: usize) {
+        if let Some(chunk) = self.chunks.get(number / CHUNK_BITS) {
+            let words =
+                chunk.get_or_init(|| (0..CHUNK_BITS / 64).map(|_| AtomicU64::new(0)).collect());
+            let bit = number % CHUNK_BITS;
+            words[bit / 64].fetch_or(1 << (bit % 64), Ordering::AcqRel);
+        }
+    }
 }
 
 impl Mapped {
     /// Whether segment `number` was checked in full.
     pub fn is_checked(&self, number: usize) -> bool {
-        self.checked
-            .get(number / 64)
-            .is_some_and(|w| w.load(Ordering::Acquire) & (1 << (number % 64)) != 0)
+        self.checked.get(number)
     }
 
-    /// Records that segment `number` passed the full check.
+    /// Records that segment `number` passed the full check (beyond the level's bound:
+    /// ignored, so that segment is checked at every read).
     pub fn set_checked(&self, number: usize) {
-        if let Some(w) = self.checked.get(number / 64) {
-            w.fetch_or(1 << (number % 64), Ordering::AcqRel);
-        }
+        self.checked.set(number);
     }
 }
 
 impl LevelMap {
-    /// The map of `file`'s first `len` bytes, a level of `segments` segments, made on first
-    /// use; `None` when the backend offers none or mapping failed (then the caller reads
-    /// with `pread`, which reports whatever the failure was).
+    /// The map of a level being written, at most `bytes_bound` bytes long when finished
+    /// (blocks past the bound are read through the segment cache).
+    pub fn ahead(bytes_bound: u64) -> Self {
+        LevelMap { ahead_bytes: Some(bytes_bound), map: OnceLock::new() }
+    }
+
+    /// The map of `file`, made on first use: a finished level's first `len` bytes, which
+    /// hold `segments` segments, or a level being written at its bound (`len` and
+    /// `segments` unused); `None` when the backend offers none or mapping failed (then the
+    /// caller reads with `pread`, which reports whatever the failure was).
     pub fn get(&self, file: &dyn StorageFile, len: u64, segments: usize) -> Option<&Mapped> {
         self.map
-            .get_or_init(|| {
-                let bytes = file.map_read(len).ok().flatten()?;
-                let checked = (0..segments.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
-                Some(Mapped { bytes, checked })
+            .get_or_init(|| match self.ahead_bytes {
+                Some(bound) => {
+                    let bytes = file.map_read_ahead(bound).ok().flatten()?;
+                    Some(Mapped { bytes, checked: CheckedBits::new(bound / SEGMENT_BYTES_MIN) })
+                }
+                None => {
+                    let bytes = file.map_read(len).ok().flatten()?;
+                    Some(Mapped { bytes, checked: CheckedBits::new(segments as u64) })
+                }
             })
             .as_ref()
     }
@@ -86,9 +146,28 @@ mod tests {
             assert!(mapped.is_checked(n));
         }
         assert!(!mapped.is_checked(1) && !mapped.is_checked(65) && !mapped.is_checked(128));
-        mapped.set_checked(10_000); // beyond the level: ignored
-        assert!(!mapped.is_checked(10_000));
+        mapped.set_checked(CHUNK_BITS * 7); // beyond the level: ignored
+        assert!(!mapped.is_checked(CHUNK_BITS * 7));
         // Made once: a second call returns the same map whatever it is given.
         assert!(std::ptr::eq(map.get(&*file, 1, 1).unwrap(), mapped));
+    }
+
+    #[test]
+    fn a_level_being_written_is_mapped_past_its_end_and_shows_later_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = FileStorage::open_dir(dir.path(), FileOptions::default()).unwrap();
+        let file = storage.open("f", OpenMode::CreateNew).unwrap();
+        file.write_all_at(0, &[1u8; 4096]).unwrap();
+        let map = LevelMap::ahead(1 << 30);
+        let mapped = map.get(&*file, 0, 0).expect("the file backend maps");
+        assert_eq!(mapped.bytes.len(), 1 << 30, "the bound, past the file's 4 KiB");
+        assert_eq!(mapped.bytes.get(0, 4096), Some(&[1u8; 4096][..]));
+        // Appended after the map was made: seen through it (one page cache).
+        file.write_all_at(4096, &[2u8; 8192]).unwrap();
+        assert_eq!(mapped.bytes.get(4096, 8192), Some(&[2u8; 8192][..]));
+        // Bits far into the bound are kept in their own chunk.
+        let far = usize::try_from((1u64 << 30) / SEGMENT_BYTES_MIN).unwrap() - 1;
+        mapped.set_checked(far);
+        assert!(mapped.is_checked(far) && !mapped.is_checked(far - 1) && !mapped.is_checked(0));
     }
 }

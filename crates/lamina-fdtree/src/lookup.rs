@@ -86,6 +86,12 @@ impl Plan {
 
     /// The disk part: the runs, then the levels by their fences.
     pub(crate) fn on_disk(&self, store: &BlockStore, key: &[u8], hash: u64) -> Result<Found> {
+        // Every filter this lookup may probe, loaded together: with tens of runs during a
+        // long merge, one cache miss per filter in turn was the largest part of a lookup.
+        let old_runs = self.old_runs.iter().flat_map(|r| r.iter());
+        for level in self.runs.iter().chain(old_runs).chain(self.levels.iter()) {
+            level.prefetch_filter(hash);
+        }
         for run in self.runs.iter().chain(self.old_runs.iter().flat_map(|r| r.iter())) {
             match run.lookup(store, None, key, hash)? {
                 LevelHit::Value(v) => return Ok(Found::Done(Some(v))),

@@ -1,7 +1,8 @@
-//! Lookups read finished levels in place through read-only maps (`level_map.rs`): over the
-//! file backend they make no `pread` of a finished level, stay exact while an FD+FC merge
-//! punches the blocks it has passed, and still report a damaged segment as `Corruption`;
-//! with maps turned off, the same lookups go through `pread` again.
+//! Lookups read levels in place through read-only maps (`level_map.rs`): over the file
+//! backend they make no `pread` of a finished level, nor of a level an FD+FC merge is still
+//! writing, stay exact while an FD+FC merge punches the blocks it has passed, and still
+//! report a damaged segment as `Corruption`; with maps turned off, the same lookups go
+//! through `pread` again.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
@@ -131,6 +132,48 @@ fn lookups_stay_exact_while_a_merge_punches_mapped_levels() {
     db.hold_merges(false);
     db.wait_for_merges().unwrap();
     look_up_all(&storage, &db, &oracle);
+    db.verify().unwrap();
+    db.close().unwrap();
+}
+
+/// The levels an FD+FC merge is writing are read through maps made past their files' ends
+/// (`LevelMap::ahead`): lookups behind the wavefront make no `pread` either, at any point of
+/// the merge (before, every one of them read the new levels through the segment cache).
+#[test]
+fn levels_being_written_are_read_in_place_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let (storage, db) = open(dir.path(), true);
+    let mut oracle = filled(&db, 3000);
+    db.hold_merges(true);
+    // One batch: single puts would be paced behind the held merge (`engine/pacing.rs`).
+    let mut batch = lamina_core::WriteBatch::new();
+    for i in 3000..4500u64 {
+        batch.put(key(i * 3).to_vec(), value(i));
+        oracle.insert(key(i * 3).to_vec(), value(i));
+    }
+    db.write_batch(&batch).unwrap();
+    db.flush().unwrap();
+    db.wait_merge_held();
+    assert!(db.with_tree(Tree::merge_in_progress).unwrap());
+    let sample: BTreeMap<Vec<u8>, Vec<u8>> =
+        oracle.iter().step_by(5).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let mut steps = 0;
+    let mut mapped_total = 0;
+    while db.with_tree(Tree::merge_in_progress).unwrap() {
+        assert!(steps < 10_000, "the merge does not end");
+        // Between two steps no merge reads: every read here would be a lookup's.
+        let (reads, mapped) = look_up_all(&storage, &db, &sample);
+        assert_eq!(reads, 0, "a lookup read with pread at merge step {steps}");
+        mapped_total += mapped;
+        db.step_merge();
+        steps += 1;
+    }
+    assert!(steps > 5, "a merge of {steps} steps shows too little");
+    assert!(mapped_total > 0);
+    db.hold_merges(false);
+    db.wait_for_merges().unwrap();
+    let (reads, _) = look_up_all(&storage, &db, &oracle);
+    assert_eq!(reads, 0);
     db.verify().unwrap();
     db.close().unwrap();
 }

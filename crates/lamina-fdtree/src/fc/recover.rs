@@ -69,7 +69,11 @@ impl Tree {
             }
         }
         let keys_max = merged.iter().map(|l| l.stats.data_entries()).sum();
-        let writers = self.restore_new_levels(manifest, &p, &path, keys_max, known, cleanup)?;
+        let mut writers = self.restore_new_levels(manifest, &p, &path, keys_max, known, cleanup)?;
+        let map_bound = crate::merge::map_bytes_bound(merged.iter().copied(), &self.params);
+        for w in &mut writers {
+            w.map_ahead(map_bound);
+        }
         if writers.is_empty() {
             return Err(bad("a merge without new levels".into()));
         }

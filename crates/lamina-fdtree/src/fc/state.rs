@@ -8,7 +8,7 @@ use lamina_core::{Error, Result};
 use crate::format::entry::BlockPtr;
 use crate::level::{DiskLevel, LevelWriter, Visibility};
 use crate::merge::run::Resumed;
-use crate::merge::{Trigger, create_writers, preemptive_skips, u_hat};
+use crate::merge::{Trigger, create_writers, map_bytes_bound, preemptive_skips, u_hat};
 use crate::top::Fences;
 use crate::tree::Tree;
 
@@ -129,7 +129,10 @@ impl Tree {
         }
         let keys_max = self.merge_keys_max(m);
         let ids = labels.iter().map(|_| self.alloc_file_id()).collect::<Result<Vec<u32>>>()?;
-        let writers = create_writers(&self.store, &self.params, &labels, &ids, keys_max, |data| {
+        let sources = self.top.runs.iter().chain(self.levels.iter().filter(|l| l.label <= m));
+        let map_bound = map_bytes_bound(sources, &self.params);
+        let sizes = (keys_max, Some(map_bound));
+        let writers = create_writers(&self.store, &self.params, &labels, &ids, sizes, |data| {
             if data { Visibility::Data } else { Visibility::Fences }
         })?;
         let mut old_fences = std::mem::take(&mut self.top.fences);

@@ -53,7 +53,7 @@ impl KeyArena {
         let (mut lo, mut hi) = (range.start, range.end);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.get(mid) <= key {
+            if lamina_core::key_order::le(self.get(mid), key) {
                 lo = mid + 1;
             } else {
                 hi = mid;

@@ -229,7 +229,7 @@ impl<'a> EntryRun<'a> {
             if pos > b.len() {
                 return Err(bad(at, "truncated"));
             }
-            match k.cmp(key) {
+            match lamina_core::key_order::compare(k, key) {
                 std::cmp::Ordering::Less => {}
                 std::cmp::Ordering::Greater => break,
                 std::cmp::Ordering::Equal => match kind {

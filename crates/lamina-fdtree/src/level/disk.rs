@@ -190,6 +190,19 @@ impl DiskLevel {
         }
     }
 
+    /// Starts loading the cache line of this level's filter that a lookup of `hash` will
+    /// probe (`lamina_storage::prefetch`): a lookup prefetches every run's and level's line
+    /// first, so their misses overlap. Finished levels only (a growing level's index is
+    /// behind a lock).
+    #[inline]
+    pub fn prefetch_filter(&self, hash: u64) {
+        if let IndexRef::Fixed(ix) = &self.index
+            && self.holds_data
+        {
+            ix.bloom().prefetch(hash);
+        }
+    }
+
     /// Memory held by the index (and the tail).
     pub fn memory_bytes(&self) -> u64 {
         self.index.read().memory_bytes()

@@ -119,6 +119,9 @@ pub struct LevelWriter {
     retry: Option<RetryPolicy>,
     /// Bytes of the file from which writeback was not started yet.
     writeback_from: u64,
+    /// The map lookups read the written blocks through while the level is written, and
+    /// the finished level's (`level_map.rs`); `None`: no map until the level is finished.
+    map: Option<(Arc<LevelMap>, u64)>,
 }
 
 impl LevelWriter {
@@ -157,7 +160,16 @@ impl LevelWriter {
             holds_data: visibility != Visibility::Fences,
             retry: None,
             writeback_from: 0,
+            map: None,
         }
+    }
+
+    /// Lets lookups read the level's written blocks in place while it is written, through
+    /// a map of `bytes_bound` bytes made past the file's end (`level_map.rs`): the bound on
+    /// the level's final size. Blocks past it are read through the segment cache.
+    pub fn map_ahead(&mut self, bytes_bound: u64) {
+        let bound = bytes_bound.next_multiple_of(self.store.block_bytes() as u64);
+        self.map = Some((Arc::new(LevelMap::ahead(bound)), bound));
     }
 
     /// Retries failed writes as `policy` says (default: never).
@@ -221,7 +233,7 @@ impl LevelWriter {
             latches: self.latches.clone(),
             tail: self.tail.clone(),
             holds_data: self.holds_data,
-            map: None,
+            map: self.map.as_ref().map(|(m, _)| m.clone()),
         }
     }
 
@@ -446,6 +458,13 @@ impl LevelWriter {
         let encoded = index.encode(self.file_id, &self.stats);
         // `write_file` leaves no partial file behind, so the retry can create it anew.
         self.io(|| self.store.write_file(self.file_id, FileKind::Index, &encoded))?;
+        // The map lookups used while the level was written, with its checked bits, if it
+        // covers the whole level; else a map of the finished length.
+        let written_bytes = u64::from(self.written) * self.store.block_bytes() as u64;
+        let map = match self.map {
+            Some((map, bound)) if bound >= written_bytes => map,
+            _ => Arc::new(LevelMap::default()),
+        };
         Ok(DiskLevel {
             label: self.label,
             file_id: self.file_id,
@@ -456,7 +475,7 @@ impl LevelWriter {
             latches: self.latches,
             tail: None,
             holds_data: true,
-            map: Some(Arc::new(LevelMap::default())),
+            map: Some(map),
         })
     }
 }

@@ -21,7 +21,7 @@ pub use prepare::{LevelSize, choose_m, preemptive_skips, u_hat};
 pub use relabel::{Relabel, plan_relabel, plan_relabel_labels, plan_relabel_with};
 pub use side::SideView;
 
-use crate::level::{LevelWriter, Visibility};
+use crate::level::{DiskLevel, LevelWriter, Visibility};
 use crate::options::Params;
 use crate::store::{BlockStore, FileKind};
 use crate::tree::{MergeReport, Tree};
@@ -35,15 +35,30 @@ pub enum Trigger {
     Underflow,
 }
 
+/// A bound on the bytes of any level a merge of `sources` writes, for the map lookups read
+/// it through while it is written (FD+FC, `level_map.rs`): twice the sources' blocks (a
+/// merge writes each source entry at most once, and the data level's fences into the level
+/// below it stand for fences the sources held) and 64 blocks of slack. Only address space:
+/// nothing is reserved, and a level that outgrows it reads its later blocks through the
+/// segment cache.
+pub(crate) fn map_bytes_bound<'a>(
+    sources: impl IntoIterator<Item = &'a DiskLevel>,
+    params: &Params,
+) -> u64 {
+    let blocks: u64 = sources.into_iter().map(|l| u64::from(l.blocks)).sum();
+    blocks.saturating_mul(2).saturating_add(64).saturating_mul(u64::from(params.block_bytes))
+}
+
 /// Creates the writers of new levels `labels` in the new files `ids`; the last one is the
-/// data level, whose filter is sized for `keys_max` keys. On error, removes the files
-/// created.
+/// data level, whose filter is sized for `keys_max` keys. With `map_bytes_bound`, lookups
+/// read their written blocks in place while they are written ([`LevelWriter::map_ahead`]).
+/// On error, removes the files created.
 pub(crate) fn create_writers(
     store: &BlockStore,
     params: &Params,
     labels: &[usize],
     ids: &[u32],
-    keys_max: u64,
+    (keys_max, map_bytes_bound): (u64, Option<u64>),
     visibility: impl Fn(bool) -> Visibility,
 ) -> Result<Vec<LevelWriter>> {
     assert_eq!(ids.len(), labels.len(), "one new file per new level");
@@ -66,6 +81,11 @@ pub(crate) fn create_writers(
                 }
                 return Err(e);
             }
+        }
+    }
+    if let Some(bound) = map_bytes_bound {
+        for w in &mut writers {
+            w.map_ahead(bound);
         }
     }
     Ok(writers)

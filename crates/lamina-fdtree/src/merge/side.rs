@@ -71,9 +71,10 @@ impl Tree {
         let labels: Vec<usize> = (1..=m).collect();
         let keys_max = self.merge_keys_max(m);
         let ids = labels.iter().map(|_| self.alloc_file_id()).collect::<Result<Vec<u32>>>()?;
-        let writers = create_writers(&self.store, &self.params, &labels, &ids, keys_max, |_| {
-            Visibility::Private
-        })?;
+        let writers =
+            create_writers(&self.store, &self.params, &labels, &ids, (keys_max, None), |_| {
+                Visibility::Private
+            })?;
         let old_runs = std::mem::replace(&mut self.top.runs, Arc::from(Vec::new()));
         let old_fences = std::mem::take(&mut self.top.fences);
         let old_top_fences = old_fences.iter().map(|(k, p)| (k.to_vec(), p)).collect();
