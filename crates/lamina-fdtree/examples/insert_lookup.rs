@@ -21,6 +21,10 @@ fn main() {
         memory_budget_bytes: budget,
         cache_bytes: cache,
         durability: lamina_core::Durability::None,
+        segment_bytes: std::env::var("SEGMENT_BYTES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(4096),
         ..FdTreeOptions::default()
     };
     let db = FdTree::open_dir(&dir_path, &options).unwrap();
@@ -41,25 +45,35 @@ fn main() {
     let settle_s = t.elapsed().as_secs_f64();
     let shape =
         db.with_tree(|t| (t.materialized_labels(), t.level_blocks(), t.run_count())).unwrap();
+    // LOOKUPS=k: only the first k of the n/2 lookups (for callgrind).
+    let lookups: usize =
+        std::env::var("LOOKUPS").ok().and_then(|v| v.parse().ok()).unwrap_or(usize::MAX);
     let rounds: u64 = std::env::var("LOOKUP_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(1);
+    let mapped_before = db.with_tree(lamina_fdtree::Tree::mapped_reads).unwrap();
     let t = Instant::now();
     let mut found = 0;
     for _ in 0..rounds {
-        for i in (0..n).step_by(2) {
+        for i in (0..n).step_by(2).take(lookups) {
             found += usize::from(db.get(&key(i)).unwrap().is_some());
         }
     }
     let lookup_s = t.elapsed().as_secs_f64() / rounds as f64;
+    let looked_up = (n / 2).min(lookups as u64);
     println!(
         "{n} inserts: {:.0}/s; settle {settle_s:.2}s; {} lookups ({found} found): {:.0}/s \
          ({:.2} us); labels {:?}, blocks {:?}, runs {}",
         n as f64 / insert_s,
-        n / 2,
-        (n / 2) as f64 / lookup_s,
-        lookup_s * 1e6 / (n / 2) as f64,
+        looked_up,
+        looked_up as f64 / lookup_s,
+        lookup_s * 1e6 / looked_up as f64,
         shape.0,
         shape.1,
         shape.2
+    );
+    let mapped = db.with_tree(lamina_fdtree::Tree::mapped_reads).unwrap() - mapped_before;
+    println!(
+        "segments read in place per lookup: {:.3}",
+        mapped as f64 / (rounds * looked_up) as f64
     );
     let s = db.stats();
     println!("io {:?}", s.io);

@@ -117,7 +117,12 @@ impl FdTree {
         persistent: bool,
         must_exist: bool,
     ) -> Result<FdTree> {
-        let params = options.params()?;
+        let params = match persistent.then(|| crate::persist::stored_segment_bytes(&storage)) {
+            Some(Some(stored)) if stored != options.segment_bytes => {
+                FdTreeOptions { segment_bytes: stored, ..options.clone() }.params()?
+            }
+            _ => options.params()?,
+        };
         let store = BlockStore::new(storage.clone(), &params);
         let (tree, persist, log, records) = if persistent {
             let (tree, persist, cleanup) =

@@ -394,3 +394,19 @@ fn refuse_missing_superblock(
     }
     Ok(())
 }
+
+/// The segment size an existing tree in `storage` was created with, read from its committed
+/// manifest without changing anything; `None` for a new store or one whose superblock cannot
+/// be read (the open that follows reports that). A reopened tree keeps the segment size it
+/// was written with whatever the options say (a segment size only shapes the blocks new
+/// merges write, and the default changed from 4 KiB to 1 KiB: issue 22).
+pub(crate) fn stored_segment_bytes(storage: &Arc<dyn lamina_storage::Storage>) -> Option<u32> {
+    if !storage.exists(SUPERBLOCK_FILE_NAME).ok()? {
+        return None;
+    }
+    let superblock =
+        Superblock::open(storage.clone(), SUPERBLOCK_FILE_NAME, SUPERBLOCK_OWNER, SUPERBLOCK_BYTES)
+            .ok()?;
+    let manifest = Manifest::decode(&superblock.current()?.payload).ok()?;
+    Some(manifest.segment_bytes)
+}
