@@ -1,6 +1,6 @@
 //! A tree keeps the segment size it was created with: reopened with another
-//! `segment_bytes` (the default went from 4 KiB to 1 KiB), it opens, reads everything and
-//! writes its new blocks with its own segment size, instead of refusing as `Incompatible`.
+//! `segment_bytes`, it opens, reads everything and writes its new blocks with its own
+//! segment size, instead of refusing as `Incompatible`.
 
 use lamina_core::{Durability, OrderedIndex};
 use lamina_fdtree::{FdTree, FdTreeOptions};
@@ -56,9 +56,8 @@ fn a_reopened_tree_keeps_its_segment_size() {
 }
 
 #[test]
-fn a_new_tree_takes_the_default_of_1_kib() {
+fn a_new_tree_takes_the_segment_size_it_is_given() {
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(FdTreeOptions::default().segment_bytes, 1024);
     let db = FdTree::open_dir(dir.path(), &options(1024)).unwrap();
     assert_eq!(db.with_tree(|t| t.params().segment_bytes).unwrap(), 1024);
 }

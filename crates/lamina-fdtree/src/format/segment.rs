@@ -3,7 +3,7 @@
 //!
 //! A block (the paper's unit of fences, sizes and reclamation, `block_bytes`, 32 KiB by
 //! default) is a sequence of segments packed back to back: each a header and then whole
-//! entries, at most `segment_bytes` (1 KiB by default) unless one entry alone is longer.
+//! entries, at most `segment_bytes` (4 KiB by default) unless one entry alone is longer.
 //! Entries never straddle segments and nothing is padded, so a block fills exactly as a
 //! single run of entries would (the packing bounds of `options.rs` are unchanged), while a
 //! lookup that knows which segment holds its key (the in-memory directory, `index.rs`)

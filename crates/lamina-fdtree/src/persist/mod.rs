@@ -399,7 +399,7 @@ fn refuse_missing_superblock(
 /// manifest without changing anything; `None` for a new store or one whose superblock cannot
 /// be read (the open that follows reports that). A reopened tree keeps the segment size it
 /// was written with whatever the options say (a segment size only shapes the blocks new
-/// merges write, and the default changed from 4 KiB to 1 KiB: issue 22).
+/// merges write, so a tree need not be refused over it).
 pub(crate) fn stored_segment_bytes(storage: &Arc<dyn lamina_storage::Storage>) -> Option<u32> {
     if !storage.exists(SUPERBLOCK_FILE_NAME).ok()? {
         return None;
