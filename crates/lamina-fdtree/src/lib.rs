@@ -29,6 +29,7 @@ pub mod merge;
 pub mod options;
 pub mod persist;
 mod scan;
+mod scan_cursor;
 pub mod store;
 pub mod top;
 pub mod tree;

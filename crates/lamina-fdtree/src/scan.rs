@@ -15,15 +15,14 @@ use lamina_core::{Entry as Pair, KeyRange, Result};
 
 use crate::format::entry::EntryRef;
 use crate::level::DiskLevel;
-use crate::level::cursor::LevelCursor;
 use crate::memtable::Memtable;
+use crate::scan_cursor::SegmentCursor;
 use crate::store::BlockStore;
 use crate::tree::Tree;
 
-/// Entries a memtable cursor copies out per refill (its lock is held only meanwhile).
+/// Entries a memtable cursor copies out per refill (its lock is held only meanwhile); the
+/// first refill copies only as many as the scan may return.
 const MEM_BATCH: usize = 256;
-/// Blocks a scan's level cursor reads ahead.
-const SCAN_READAHEAD_BLOCKS: u32 = 2;
 
 /// What one pass of a scan reads, newest first.
 #[derive(Debug)]
@@ -77,15 +76,19 @@ impl ScanView {
             return Ok(());
         }
         let start = start_key(range);
+        let first_batch = (limit - out.len()).saturating_add(1).min(MEM_BATCH);
         let mut sources: Vec<Source> = self
             .memtables
             .iter()
-            .map(|m| Source::Mem(MemCursor::new(m.clone(), range.start.clone())))
+            .map(|m| Source::Mem(MemCursor::new(m.clone(), range.start.clone(), first_batch)))
             .collect();
         for level in &self.disk {
-            let block = level.index.read().segment_anywhere(start).map_or(0, |p| p.block);
-            let mut c = LevelCursor::new(level, store, block, SCAN_READAHEAD_BLOCKS);
-            c.skip_while(|e| !e.is_data() || !after_start(&range.start, e.key()))?;
+            let mut c = SegmentCursor::new(level, store, start);
+            c.settle()?;
+            while c.peek_key().is_some_and(|k| !after_start(&range.start, k)) {
+                c.advance();
+                c.settle()?;
+            }
             sources.push(Source::Disk(c));
         }
         let mut key = Vec::new();
@@ -105,7 +108,7 @@ impl ScanView {
                     if value.is_none() {
                         value = Some(s.value());
                     }
-                    s.advance()?;
+                    s.advance();
                 }
             }
             if let Some(Some(v)) = value {
@@ -119,7 +122,7 @@ impl ScanView {
 /// One part of the tree, read in key order.
 enum Source {
     Mem(MemCursor),
-    Disk(LevelCursor),
+    Disk(SegmentCursor),
 }
 
 impl Source {
@@ -131,14 +134,14 @@ impl Source {
                 m.refill();
                 Ok(())
             }
-            Source::Disk(c) => c.skip_while(|e| !e.is_data()),
+            Source::Disk(c) => c.settle(),
         }
     }
 
     fn peek_key(&self) -> Option<&[u8]> {
         match self {
             Source::Mem(m) => m.buf.get(m.pos).map(crate::format::entry::Entry::key),
-            Source::Disk(c) => c.peek().map(|e| e.key()),
+            Source::Disk(c) => c.peek_key(),
         }
     }
 
@@ -149,19 +152,13 @@ impl Source {
                 EntryRef::Insert { value, .. } => Some(value.to_vec()),
                 _ => None,
             },
-            Source::Disk(c) => match c.peek() {
-                Some(EntryRef::Insert { value, .. }) => Some(value.to_vec()),
-                _ => None,
-            },
+            Source::Disk(c) => c.value(),
         }
     }
 
-    fn advance(&mut self) -> Result<()> {
+    fn advance(&mut self) {
         match self {
-            Source::Mem(m) => {
-                m.pos += 1;
-                Ok(())
-            }
+            Source::Mem(m) => m.pos += 1,
             Source::Disk(c) => c.advance(),
         }
     }
@@ -174,11 +171,13 @@ struct MemCursor {
     buf: Vec<crate::format::entry::Entry>,
     pos: usize,
     done: bool,
+    /// Entries the next refill copies.
+    batch: usize,
 }
 
 impl MemCursor {
-    fn new(mem: Arc<Memtable>, start: Bound<Vec<u8>>) -> Self {
-        MemCursor { mem, next: start, buf: Vec::new(), pos: 0, done: false }
+    fn new(mem: Arc<Memtable>, start: Bound<Vec<u8>>, first_batch: usize) -> Self {
+        MemCursor { mem, next: start, buf: Vec::new(), pos: 0, done: false, batch: first_batch }
     }
 
     fn refill(&mut self) {
@@ -193,8 +192,9 @@ impl MemCursor {
             Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
             Bound::Unbounded => Bound::Unbounded,
         };
-        self.buf.extend(inner.range_from(start).take(MEM_BATCH).map(|e| e.to_owned_entry()));
+        self.buf.extend(inner.range_from(start).take(self.batch).map(|e| e.to_owned_entry()));
         drop(inner);
+        self.batch = MEM_BATCH;
         match self.buf.last() {
             Some(e) => self.next = Bound::Excluded(e.key().to_vec()),
             None => self.done = true,

@@ -217,3 +217,37 @@ fn a_damaged_mapped_segment_is_corruption_not_a_wrong_value() {
     }
     assert!(corrupt > 0, "the damage was seen");
 }
+
+/// A short scan reads the segment holding its start in each level and run, and the next
+/// one where its pairs continue there, not whole blocks (`scan_cursor.rs`): with maps off
+/// every such read is a `pread` of one segment, counted.
+#[test]
+fn a_short_scan_reads_a_few_segments_per_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let (storage, db) = open(dir.path(), false);
+    let oracle = filled(&db, 3000);
+    let parts = db.with_tree(|t| t.materialized_labels().len() + t.run_count()).unwrap() as u64;
+    let keys: Vec<&Vec<u8>> = oracle.keys().collect();
+    for (n, start) in keys.iter().step_by(97).enumerate() {
+        let before = storage.io_stats();
+        let range = lamina_core::KeyRange {
+            start: std::ops::Bound::Included((*start).clone()),
+            end: std::ops::Bound::Unbounded,
+        };
+        let got = db.scan(&range, 10).unwrap();
+        let expect: Vec<_> = oracle
+            .range((*start).clone()..)
+            .take(10)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(got, expect, "scan {n}");
+        let read = storage.io_stats().since(&before);
+        // Segments of 512 bytes (`options()`); two per part at most for 10 pairs.
+        assert!(
+            read.bytes_read <= parts * 2 * 512,
+            "scan {n} read {} bytes from {parts} levels and runs",
+            read.bytes_read
+        );
+    }
+    db.close().unwrap();
+}

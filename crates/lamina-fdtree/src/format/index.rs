@@ -190,6 +190,11 @@ impl LevelIndex {
         self.seg_keys.last_at_or_before(0..self.seg_pos.len(), key).map(|i| (i, self.seg_pos[i]))
     }
 
+    /// Where segment `number` of the level is (`None`: not indexed).
+    pub fn segment_pos(&self, number: usize) -> Option<SegmentPos> {
+        self.seg_pos.get(number).copied()
+    }
+
     /// The fence with the largest key `<= key` among those of indexed block `block`.
     pub fn fence_in_block(&self, block: u32, key: &[u8]) -> Option<BlockPtr> {
         if block >= self.blocks() {

@@ -172,6 +172,30 @@ impl DiskLevel {
         Ok(LevelHit::Next(fence))
     }
 
+    /// Runs `f` on the entries of segment `number` (in `LevelIndex` order), read as a
+    /// lookup reads it: in place through the level's map if it has one, else through the
+    /// segment cache; checked (checksum, place) at its first read. `None`: the index holds
+    /// no such segment. For scans, which hold the stage gate, so no block they read is
+    /// reclaimed meanwhile.
+    pub fn with_segment_numbered<R>(
+        &self,
+        store: &BlockStore,
+        number: usize,
+        f: impl FnOnce(crate::format::segment::EntryRun<'_>) -> Result<R>,
+    ) -> Result<Option<R>> {
+        let (pos, segments) = {
+            let ix = self.index.read();
+            let Some(pos) = ix.segment_pos(number) else { return Ok(None) };
+            (pos, ix.segments())
+        };
+        let block_bytes = store.block_bytes() as u64;
+        let map = self
+            .map
+            .as_ref()
+            .and_then(|m| m.get(&*self.file, u64::from(self.blocks) * block_bytes, segments));
+        store.with_segment(&*self.file, self.file_id, map.map(|m| (m, number)), pos, f).map(Some)
+    }
+
     /// The lookup step in the block a merge is still filling: only fence-only levels are
     /// read there (the data level's tail holds only keys beyond the wavefront).
     fn lookup_in_tail(&self, store: &BlockStore, block: u32, key: &[u8]) -> Result<LevelHit> {
