@@ -5,8 +5,13 @@
 //!
 //! During an FD+FC merge the range is split at the wavefront key (I7): keys up to it are
 //! read from `L_0^new` and the new levels, larger keys from `L_0^new`, `L_0^old` and the old
-//! levels. The engine holds the stage gate shared, so the wavefront does not move and no
-//! block is reclaimed meanwhile. During an FD+DS merge scans read the old levels.
+//! levels. A scan does not wait for the merge: it reads each segment under its block's
+//! latch, and if the merge has reclaimed a block it needs (the wavefront has passed it), it
+//! stops with [`Scanned::Reclaimed`] and the engine scans again, after the last pair
+//! returned, with the views of the moved wavefront (as a lookup restarts, section 4.3).
+//! Every pair returned was read from segments that were current when read. (Scans used to
+//! hold the merge's stage gate: in the contest mix at 2M keys they waited 3.4 ms on average
+//! for a stage to end.) During an FD+DS merge scans read the old levels.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -63,6 +68,15 @@ impl Tree {
     }
 }
 
+/// How a view's scan ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scanned {
+    /// The view's part of the range is done (or the limit reached).
+    Done,
+    /// A block the scan needed was reclaimed by a merge: scan again after the last pair.
+    Reclaimed,
+}
+
 impl ScanView {
     /// Adds the live pairs of `range` to `out`, up to `limit` in all.
     pub(crate) fn scan(
@@ -71,9 +85,10 @@ impl ScanView {
         range: &KeyRange,
         limit: usize,
         out: &mut Vec<Pair>,
-    ) -> Result<()> {
+        pause: Option<Box<dyn FnOnce() + '_>>,
+    ) -> Result<Scanned> {
         if out.len() >= limit || range.is_empty() {
-            return Ok(());
+            return Ok(Scanned::Done);
         }
         let start = start_key(range);
         let first_batch = (limit - out.len()).saturating_add(1).min(MEM_BATCH);
@@ -89,12 +104,21 @@ impl ScanView {
                 c.advance();
                 c.settle()?;
             }
+            if c.reclaimed() {
+                return Ok(Scanned::Reclaimed);
+            }
             sources.push(Source::Disk(c));
+        }
+        if let Some(pause) = pause {
+            pause(); // tests: every cursor holds its first segment
         }
         let mut key = Vec::new();
         while out.len() < limit {
             for s in &mut sources {
                 s.settle()?;
+                if s.reclaimed() {
+                    return Ok(Scanned::Reclaimed);
+                }
             }
             let Some(min) = sources.iter().filter_map(Source::peek_key).min() else { break };
             if range.is_past_end(min) {
@@ -115,7 +139,7 @@ impl ScanView {
                 out.push((key.clone(), v));
             }
         }
-        Ok(())
+        Ok(Scanned::Done)
     }
 }
 
@@ -135,6 +159,14 @@ impl Source {
                 Ok(())
             }
             Source::Disk(c) => c.settle(),
+        }
+    }
+
+    /// Whether the source stopped at a reclaimed block.
+    fn reclaimed(&self) -> bool {
+        match self {
+            Source::Mem(_) => false,
+            Source::Disk(c) => c.reclaimed(),
         }
     }
 

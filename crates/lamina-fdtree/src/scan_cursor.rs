@@ -1,14 +1,17 @@
 //! A level or run read in key order one segment at a time, for range scans: it starts at
 //! the segment the level's index says holds the range's start and reads each segment as a
-//! lookup does (in place through the level's map, else through the segment cache), so a
-//! short scan reads one segment of each level it looks at. (A scan used to read two whole
+//! lookup does (in place through the level's map, else through the segment cache, under its
+//! block's shared latch), so a short scan reads one segment of each level it looks at. A
+//! segment whose block an FD+FC merge has reclaimed ends the cursor with
+//! [`SegmentCursor::reclaimed`], and the scan starts again after the last pair it returned,
+//! as a lookup does (section 4.3: readers never wait for a merge). (A scan used to read two whole
 //! blocks of every level and run from the start of the block, as a merge does: 866 KB for
 //! a scan of 10 pairs in the contest mix at 2M keys, issue 22.)
 
 use lamina_core::Result;
 
 use crate::format::entry::EntryRef;
-use crate::level::DiskLevel;
+use crate::level::{DiskLevel, SegmentRead};
 use crate::store::BlockStore;
 
 /// Where one data entry of the current segment is in [`SegmentCursor`]'s buffer.
@@ -30,8 +33,10 @@ pub(crate) struct SegmentCursor {
     bytes: Vec<u8>,
     slots: Vec<Slot>,
     pos: usize,
-    /// No segment is left.
+    /// No segment is left (or one was reclaimed).
     done: bool,
+    /// A segment's block was reclaimed by a merge before it could be read.
+    reclaimed: bool,
 }
 
 impl SegmentCursor {
@@ -48,7 +53,14 @@ impl SegmentCursor {
             slots: Vec::new(),
             pos: 0,
             done: false,
+            reclaimed: false,
         }
+    }
+
+    /// Whether a segment this cursor needed was reclaimed (the cursor is then exhausted,
+    /// and what the scan reads next from other levels cannot be trusted to be complete).
+    pub(crate) fn reclaimed(&self) -> bool {
+        self.reclaimed
     }
 
     /// Reads segments until a data entry is current or none is left.
@@ -91,8 +103,12 @@ impl SegmentCursor {
             Ok(())
         })?;
         match loaded {
-            Some(()) => self.next += 1,
-            None => self.done = true,
+            SegmentRead::Read(()) => self.next += 1,
+            SegmentRead::Absent => self.done = true,
+            SegmentRead::Reclaimed => {
+                self.done = true;
+                self.reclaimed = true;
+            }
         }
         Ok(())
     }

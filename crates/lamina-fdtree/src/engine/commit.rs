@@ -85,10 +85,6 @@ impl FcHost for Inner {
         &self.tree
     }
 
-    fn stage_gate(&self) -> &RwLock<()> {
-        &self.stage_gate
-    }
-
     fn hold_point(&self) {
         self.control.hold_point();
     }

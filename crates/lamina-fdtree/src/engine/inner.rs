@@ -10,11 +10,10 @@
 //!    takes the stripes of all its keys in increasing order. Nothing else waits for it.
 //! 3. `persist` (the commit lock): one commit at a time, and what a merge switches in is
 //!    committed with nothing in between (`fc/run.rs`).
-//! 4. `stage_gate` (FD+FC): exclusive for each stage of a merge, shared by scans.
-//! 5. `tree`: the paper's `L_0` mutex; short critical sections, never across I/O.
+//! 4. `tree`: the paper's `L_0` mutex; short critical sections, never across I/O.
 //!    Modifications never take it (they use `mem_slot`), so a merge thread descheduled while
 //!    holding it delays lookups, not writers.
-//! 6. `write_gate`: shared by every modification from its log append until it is applied
+//! 5. `write_gate`: shared by every modification from its log append until it is applied
 //!    to the memtable, exclusive while the memtable is frozen (with the tree lock already
 //!    held, so writers are held only for the swap itself), so the frozen memtable holds
 //!    exactly the log records up to a sequence number.
@@ -58,13 +57,14 @@ pub(crate) struct Inner {
     pub mem_slot: Arc<RwLock<crate::top::MemSlot>>,
     pub stripes: Box<[Mutex<()>]>,
     pub xm: RwLock<()>,
-    pub stage_gate: RwLock<()>,
     pub control: Control,
     pub user_bytes_written: AtomicU64,
     /// Log bytes appended since the memtable was last frozen.
     pub logged_bytes: AtomicU64,
     /// Paces writers and runs to the merge's progress (`pacing.rs`).
     pub pacer: super::pacing::Pacer,
+    /// Scans started again because a merge reclaimed a block they needed (`scan.rs`).
+    pub scan_restarts: AtomicU64,
     pub closed: AtomicBool,
     /// This engine (for background work that must not keep it alive).
     pub me: Weak<Inner>,

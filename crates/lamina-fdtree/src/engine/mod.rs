@@ -173,11 +173,11 @@ impl FdTree {
             mem_slot,
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             xm: RwLock::new(()),
-            stage_gate: RwLock::new(()),
             control: Control::default(),
             user_bytes_written: AtomicU64::new(0),
             logged_bytes: AtomicU64::new(0),
             pacer: pacing::Pacer::default(),
+            scan_restarts: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             me: me.clone(),
         });
@@ -285,6 +285,19 @@ impl FdTree {
     /// The storage below the tree (for I/O counters in tests and benchmarks).
     pub fn storage(&self) -> &Arc<dyn Storage> {
         &self.inner.storage
+    }
+
+    /// A scan that runs `pause` once, when every cursor of its first view holds its first
+    /// segment (tests: a held merge can be stepped there, reclaiming blocks the scan reads
+    /// next).
+    #[doc(hidden)]
+    pub fn scan_with_pause(
+        &self,
+        range: &KeyRange,
+        limit: usize,
+        pause: impl FnOnce(),
+    ) -> Result<Vec<Entry>> {
+        self.inner.scan_paused(range, limit, Some(Box::new(pause)))
     }
 
     /// Runs `f` on the tree under the shared tree lock (inspection, tests).
@@ -473,6 +486,7 @@ impl OrderedIndex for FdTree {
                 ("runs_written", m.runs_written),
             ];
             stats.extra.push(("mapped_segment_reads", t.mapped_reads()));
+            stats.extra.push(("scan_restarts", self.inner.scan_restarts.load(Ordering::Relaxed)));
             let pacer = &self.inner.pacer;
             stats.extra.push(("runs_paced", pacer.runs_paced.load(Ordering::Relaxed)));
             stats.extra.push(("run_pacing_us", pacer.paced_us.load(Ordering::Relaxed)));

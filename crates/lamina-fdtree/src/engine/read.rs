@@ -7,6 +7,7 @@ use super::inner::Inner;
 use crate::format::bloom::key_hash;
 use crate::lookup::Found;
 use crate::options::FcMode;
+use crate::scan::Scanned;
 use crate::tree::check_key;
 
 /// A lookup restarted this often (each time a block it needed was reclaimed by a merge
@@ -41,17 +42,48 @@ impl Inner {
         ))
     }
 
-    /// Up to `limit` pairs of `range` in key order.
+    /// Up to `limit` pairs of `range` in key order. Under FD+FC a scan never waits for a
+    /// merge: it starts again after the last pair it has when the merge reclaims a block it
+    /// needs (`scan.rs`).
     pub fn scan(&self, range: &KeyRange, limit: usize) -> Result<Vec<Entry>> {
+        self.scan_paused(range, limit, None)
+    }
+
+    /// [`Inner::scan`], running `pause` once every cursor of its first view holds its first
+    /// segment (tests).
+    pub fn scan_paused(
+        &self,
+        range: &KeyRange,
+        limit: usize,
+        mut pause: Option<Box<dyn FnOnce() + '_>>,
+    ) -> Result<Vec<Entry>> {
         check_scan_limit(limit)?;
         let _xm = (self.mode == FcMode::Xm).then(|| self.xm.read());
-        // FD+FC: between two stages of a merge (the wavefront stays put).
-        let _gate = (self.mode == FcMode::Fc).then(|| self.stage_gate.read());
-        let views = self.read(|t| Ok(t.scan_views(range)))?;
         let mut out = Vec::new();
-        for (view, part) in views {
-            view.scan(&self.store, &part, limit, &mut out)?;
+        let mut rest = range.clone();
+        for _ in 0..RESTARTS_MAX {
+            let views = self.read(|t| Ok(t.scan_views(&rest)))?;
+            let mut reclaimed = false;
+            for (view, part) in views {
+                if view.scan(&self.store, &part, limit, &mut out, pause.take())?
+                    == Scanned::Reclaimed
+                {
+                    reclaimed = true;
+                    break;
+                }
+            }
+            if !reclaimed {
+                return Ok(out);
+            }
+            self.scan_restarts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if let Some((last, _)) = out.last() {
+                rest.start = std::ops::Bound::Excluded(last.clone());
+            }
         }
-        Ok(out)
+        Err(lamina_core::Error::corruption(
+            self.storage.path_of("fdtree"),
+            0,
+            "a scan kept finding its blocks reclaimed",
+        ))
     }
 }

@@ -11,8 +11,8 @@
 //!   merge from the last record.
 //!
 //! Locks and why they cannot deadlock (section 4.5). Order: the commit lock (persistent
-//! trees), the stage gate, the tree lock (the paper's `L_0` mutex), then a block latch or a
-//! tail's mutex; nobody holds two latches.
+//! trees), the tree lock (the paper's `L_0` mutex), then a block latch or a tail's mutex;
+//! nobody holds two latches.
 //! - A lookup takes the tree lock shared for `L_0`, releases it, then takes one block's
 //!   latch at a time (shared) for each read (`level/latches.rs`).
 //! - m-insert holds no latch: the data level is read only up to its written blocks, and a
@@ -21,9 +21,10 @@
 //!   releases it, then reclaims old head blocks one at a time (exclusive latch).
 //! - The end of merge-execute and merge-finalize switch the tree under the tree lock, then
 //!   mark the replaced levels reclaimed (each latch stripe exclusively, no lock held).
-//! - Scans (not in the paper) take the stage gate shared: the merge holds it exclusively
-//!   for each stage, so a scan sees the tree between stages (wavefront fixed) and blocks are
-//!   never reclaimed under it; a scan delays the merge by at most its own length.
+//! - Scans (not in the paper) take what a lookup takes: the tree lock for their views, then
+//!   one block latch at a time for each segment they read; a scan that finds a block
+//!   reclaimed starts again after the last pair it has (`scan.rs`). Neither waits for the
+//!   merge, nor the merge for them.
 
 pub(crate) mod progress;
 mod recover;
@@ -45,8 +46,6 @@ use crate::tree::Tree;
 pub(crate) trait FcHost {
     /// The tree lock.
     fn tree(&self) -> &RwLock<Option<Tree>>;
-    /// Held exclusively by the merge for each stage (scans hold it shared).
-    fn stage_gate(&self) -> &RwLock<()>;
     /// Test hook, called after each stage with no lock held.
     fn hold_point(&self);
     /// The fraction of the old sources' blocks reclaimed so far, after each stage (writers
@@ -66,9 +65,6 @@ pub(crate) trait FcHost {
 impl<H: FcHost + ?Sized> FcHost for &H {
     fn tree(&self) -> &RwLock<Option<Tree>> {
         (**self).tree()
-    }
-    fn stage_gate(&self) -> &RwLock<()> {
-        (**self).stage_gate()
     }
     fn hold_point(&self) {
         (**self).hold_point();

@@ -63,7 +63,6 @@ pub(crate) fn run_fc_merge(host: &dyn FcHost, merge: FcMerge) -> Result<()> {
     let full = run.full();
     let mut pending: Vec<Reclaimed> = Vec::new();
     loop {
-        let gate = host.stage_gate().write();
         // M-stage and m-insert (no tree lock: there is no other writer of these levels).
         let done = run.run_stage()?;
         let wavefront = m_delete_top(host, &mut run)?;
@@ -82,7 +81,6 @@ pub(crate) fn run_fc_merge(host: &dyn FcHost, merge: FcMerge) -> Result<()> {
                 }
             }
         }
-        drop(gate);
         host.progressed(super::state::reclaimed_fraction(&sources));
         if persistent && !done && pending.len() as u64 * block_bytes >= commit_bytes {
             commit_progress(
@@ -247,7 +245,6 @@ fn finish(
     let mut run = Some(run);
     let persistent = host.persistent();
     host.commit_after(&mut || {
-        let gate = host.stage_gate().write();
         let executed = run.take().expect("finish runs once").finish()?;
         let (params, new_ids, succ_below, top_fence_bytes) = with_tree(host, |t| {
             let new_ids: Vec<u32> = executed.levels.iter().map(|l| l.file_id).collect();
@@ -341,7 +338,6 @@ fn finish(
             l.latches.reclaim_all();
             store.forget_file(l.file_id);
         }
-        drop(gate);
         Ok(())
     })
 }

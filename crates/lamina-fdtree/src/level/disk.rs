@@ -92,6 +92,17 @@ pub struct DiskLevel {
     pub map: Option<Arc<LevelMap>>,
 }
 
+/// The outcome of [`DiskLevel::with_segment_numbered`].
+#[derive(Debug)]
+pub enum SegmentRead<R> {
+    /// The segment was read; what the caller's function returned.
+    Read(R),
+    /// The index holds no such segment (past the level's end).
+    Absent,
+    /// The segment's block was reclaimed by an FD+FC merge: the reader starts again.
+    Reclaimed,
+}
+
 /// What one level says about a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LevelHit {
@@ -174,26 +185,31 @@ impl DiskLevel {
 
     /// Runs `f` on the entries of segment `number` (in `LevelIndex` order), read as a
     /// lookup reads it: in place through the level's map if it has one, else through the
-    /// segment cache; checked (checksum, place) at its first read. `None`: the index holds
-    /// no such segment. For scans, which hold the stage gate, so no block they read is
-    /// reclaimed meanwhile.
+    /// segment cache; checked (checksum, place) at its first read; under the shared latch
+    /// of its block, so an FD+FC merge cannot reclaim the block meanwhile (scans, which do
+    /// not wait for merges either).
     pub fn with_segment_numbered<R>(
         &self,
         store: &BlockStore,
         number: usize,
         f: impl FnOnce(crate::format::segment::EntryRun<'_>) -> Result<R>,
-    ) -> Result<Option<R>> {
+    ) -> Result<SegmentRead<R>> {
         let (pos, segments) = {
             let ix = self.index.read();
-            let Some(pos) = ix.segment_pos(number) else { return Ok(None) };
+            let Some(pos) = ix.segment_pos(number) else { return Ok(SegmentRead::Absent) };
             (pos, ix.segments())
+        };
+        let Some(_latch) = self.latches.read(pos.block) else {
+            return Ok(SegmentRead::Reclaimed);
         };
         let block_bytes = store.block_bytes() as u64;
         let map = self
             .map
             .as_ref()
             .and_then(|m| m.get(&*self.file, u64::from(self.blocks) * block_bytes, segments));
-        store.with_segment(&*self.file, self.file_id, map.map(|m| (m, number)), pos, f).map(Some)
+        store
+            .with_segment(&*self.file, self.file_id, map.map(|m| (m, number)), pos, f)
+            .map(SegmentRead::Read)
     }
 
     /// The lookup step in the block a merge is still filling: only fence-only levels are

@@ -7,6 +7,6 @@ pub mod disk;
 pub mod latches;
 pub mod writer;
 
-pub use disk::{DiskLevel, IndexRef, LevelHit, TailFences};
+pub use disk::{DiskLevel, IndexRef, LevelHit, SegmentRead, TailFences};
 pub use latches::BlockLatches;
 pub use writer::{LevelWriter, Visibility};
