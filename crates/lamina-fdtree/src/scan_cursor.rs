@@ -4,9 +4,9 @@
 //! block's shared latch), so a short scan reads one segment of each level it looks at. A
 //! segment whose block an FD+FC merge has reclaimed ends the cursor with
 //! [`SegmentCursor::reclaimed`], and the scan starts again after the last pair it returned,
-//! as a lookup does (section 4.3: readers never wait for a merge). (A scan used to read two whole
-//! blocks of every level and run from the start of the block, as a merge does: 866 KB for
-//! a scan of 10 pairs in the contest mix at 2M keys, issue 22.)
+//! as a lookup does (section 4.3: readers never wait for a merge). (A scan used to read two
+//! whole blocks of every level and run from the start of the block, as a merge does: 866 KB
+//! for a scan of 10 pairs in the contest mix at 2M keys, issue 22.)
 
 use lamina_core::Result;
 
