@@ -12,10 +12,14 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use lamina_core::{Error, Result};
 use memmap2::MmapRaw;
+
+#[cfg(target_os = "linux")]
+use super::prefault::Prefaulter;
 
 use super::region::{
     CACHE_LINE_BYTES, PmemRegion, PmemStats, StatCounters, WORD_BYTES, check_latency, check_range,
@@ -81,7 +85,11 @@ impl Default for MmapOptions {
 /// A persistent region over a memory-mapped file.
 #[derive(Debug)]
 pub struct MmapRegion {
-    map: MmapRaw,
+    // Shared with the prefault thread, which keeps it mapped until it has stopped.
+    map: Arc<MmapRaw>,
+    // Faults pages in ahead of the writers (shared mappings on Linux; `None` otherwise).
+    #[cfg(target_os = "linux")]
+    prefault: Option<Prefaulter>,
     path: PathBuf,
     options: MmapOptions,
     flush: FlushInstruction,
@@ -159,8 +167,14 @@ impl MmapRegion {
         };
         assert_eq!(map.len() as u64, len_bytes, "mapping covers the file");
         assert_eq!(map.as_ptr() as usize % CACHE_LINE_BYTES as usize, 0, "page-aligned map");
+        let map = Arc::new(map);
+        // A private mapping is `lamina verify`'s read of an image: nothing to fault in ahead.
+        #[cfg(target_os = "linux")]
+        let prefault = if private { None } else { Prefaulter::start(Arc::clone(&map)) };
         Ok(MmapRegion {
             map,
+            #[cfg(target_os = "linux")]
+            prefault,
             path: path.to_path_buf(),
             options,
             flush: options.flush.unwrap_or_else(FlushInstruction::detect),
@@ -180,6 +194,15 @@ impl MmapRegion {
     /// `msync` per persist).
     pub fn sync_all(&self) -> Result<()> {
         self.map.flush().map_err(|e| Error::io(format!("msync of {}", self.path.display()), e))
+    }
+
+    /// Bytes faulted in ahead of the writers by the prefault thread (`pmem/prefault.rs`).
+    pub fn prefaulted_bytes(&self) -> u64 {
+        #[cfg(target_os = "linux")]
+        if let Some(prefault) = &self.prefault {
+            return prefault.populated_bytes();
+        }
+        0
     }
 
     /// The write-back instruction in use.
@@ -268,6 +291,10 @@ impl PmemRegion for MmapRegion {
             })?;
         }
         self.stats.persisted(end - first);
+        #[cfg(target_os = "linux")]
+        if let Some(prefault) = &self.prefault {
+            prefault.note_persisted(offset, len);
+        }
         emulate_latency(end - first, self.options.latency_ns_per_line);
         Ok(())
     }

@@ -18,6 +18,8 @@ pub mod crash_test;
 mod layout;
 mod mmap;
 mod pptr;
+#[cfg(target_os = "linux")]
+mod prefault;
 mod region;
 mod simulated;
 

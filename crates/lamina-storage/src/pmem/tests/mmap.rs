@@ -97,3 +97,55 @@ fn bad_files_are_refused() {
     let slow = MmapOptions { latency_ns_per_line: u64::MAX, ..MmapOptions::default() };
     assert!(MmapRegion::create(&dir.path().join("y"), 4096, slow).is_err());
 }
+
+/// The prefault thread maps pages in ahead of the highest persisted range, and only that:
+/// bytes written there before it arrives, and bytes below the frontier, read back the same and
+/// reach the file; a private mapping (`lamina verify`'s) has no such thread.
+#[cfg(target_os = "linux")]
+#[test]
+fn pages_ahead_of_the_frontier_are_faulted_in_without_changing_a_byte() {
+    use crate::pmem::prefault::{AHEAD_BYTES, STEP_BYTES};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("prefault.pmem");
+    let len_bytes = 64 << 20;
+    let options = MmapOptions { msync: false, ..MmapOptions::default() };
+    let region = MmapRegion::create(&path, len_bytes, options).unwrap();
+    assert_eq!(region.prefaulted_bytes(), 0, "nothing persisted yet: nothing faulted in");
+    // Data in the range the thread will populate, written (not persisted, so the frontier
+    // stays put) before it starts, and one word below the frontier.
+    let marks: Vec<u64> = (0..16).map(|i| 4 * STEP_BYTES + i * STEP_BYTES + 8 * i).collect();
+    for (i, &at) in marks.iter().enumerate() {
+        region.write(at, &(i as u64 + 1).to_le_bytes()).unwrap();
+    }
+    region.write(STEP_BYTES / 2, b"below").unwrap();
+    // The frontier: the end of this persist, rounded up to a step (2 steps).
+    region.write_persist(STEP_BYTES + 64, b"frontier").unwrap();
+    let expected = AHEAD_BYTES;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+    while region.prefaulted_bytes() < expected && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(region.prefaulted_bytes(), expected, "[frontier, frontier + AHEAD) populated");
+    for (i, &at) in marks.iter().enumerate() {
+        assert_eq!(region.load_u64(at).unwrap(), i as u64 + 1, "mark {i} at {at} unchanged");
+    }
+    let mut word = [0u8; 8];
+    region.read(3 * STEP_BYTES + 64, &mut word).unwrap();
+    assert_eq!(word, [0; 8], "the populated pages read as the zeros they were");
+    region.sync_all().unwrap();
+    drop(region);
+    let on_disk = std::fs::read(&path).unwrap();
+    assert_eq!(on_disk.len() as u64, len_bytes);
+    for (i, &at) in marks.iter().enumerate() {
+        let at = at as usize;
+        assert_eq!(on_disk[at..at + 8], (i as u64 + 1).to_le_bytes(), "mark {i} on disk");
+    }
+    let below = (STEP_BYTES / 2) as usize;
+    assert_eq!(&on_disk[below..below + 5], b"below");
+
+    let private = MmapRegion::open_private(&path, options).unwrap();
+    private.write_persist(8 * STEP_BYTES, b"not kept").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(private.prefaulted_bytes(), 0, "a private mapping has no prefault thread");
+}
