@@ -82,12 +82,23 @@ impl Default for MmapOptions {
     }
 }
 
+/// How a region's file came to be mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mapping {
+    /// A new, sparse file: every page past what has been persisted is a hole.
+    Created,
+    /// An existing file, shared and writable.
+    Opened,
+    /// An existing file, copy on write (`MmapRegion::open_private`).
+    Private,
+}
+
 /// A persistent region over a memory-mapped file.
 #[derive(Debug)]
 pub struct MmapRegion {
     // Shared with the prefault thread, which keeps it mapped until it has stopped.
     map: Arc<MmapRaw>,
-    // Faults pages in ahead of the writers (shared mappings on Linux; `None` otherwise).
+    // Faults pages in ahead of the writers (created regions on Linux; `None` otherwise).
     #[cfg(target_os = "linux")]
     prefault: Option<Prefaulter>,
     path: PathBuf,
@@ -113,7 +124,7 @@ impl MmapRegion {
             .map_err(|e| Error::io(context(), e))?;
         file.set_len(len_bytes).map_err(|e| Error::io(context(), e))?;
         file.sync_all().map_err(|e| Error::io(context(), e))?;
-        Self::map(file, path, options)
+        Self::map_with(file, path, options, Mapping::Created)
     }
 
     /// Maps the existing region file `path` privately (copy on write, `MAP_PRIVATE`) from a
@@ -126,7 +137,7 @@ impl MmapRegion {
             .open(path)
             .map_err(|e| Error::io(format!("opening persistent region {}", path.display()), e))?;
         let options = MmapOptions { msync: false, ..options };
-        Self::map_with(file, path, options, true)
+        Self::map_with(file, path, options, Mapping::Private)
     }
 
     /// Maps the existing region file `path`.
@@ -135,14 +146,10 @@ impl MmapRegion {
             OpenOptions::new().read(true).write(true).open(path).map_err(|e| {
                 Error::io(format!("opening persistent region {}", path.display()), e)
             })?;
-        Self::map(file, path, options)
+        Self::map_with(file, path, options, Mapping::Opened)
     }
 
-    fn map(file: File, path: &Path, options: MmapOptions) -> Result<Self> {
-        Self::map_with(file, path, options, false)
-    }
-
-    fn map_with(file: File, path: &Path, options: MmapOptions, private: bool) -> Result<Self> {
+    fn map_with(file: File, path: &Path, options: MmapOptions, mapping: Mapping) -> Result<Self> {
         check_latency(options.latency_ns_per_line)?;
         let context = || format!("mapping persistent region {}", path.display());
         let len_bytes = file.metadata().map_err(|e| Error::io(context(), e))?.len();
@@ -155,7 +162,7 @@ impl MmapRegion {
                 ),
             });
         }
-        let map = if private {
+        let map = if mapping == Mapping::Private {
             // SAFETY: a private mapping is never written back, so other users of the file
             // cannot observe this process's writes; what this process reads may change if
             // another process writes the file meanwhile, which `lamina verify` rules out by
@@ -168,9 +175,14 @@ impl MmapRegion {
         assert_eq!(map.len() as u64, len_bytes, "mapping covers the file");
         assert_eq!(map.as_ptr() as usize % CACHE_LINE_BYTES as usize, 0, "page-aligned map");
         let map = Arc::new(map);
-        // A private mapping is `lamina verify`'s read of an image: nothing to fault in ahead.
+        // Only a region this process created is known to be holes past what it persists; an
+        // opened region's pages may hold data, which a write fault would dirty and write again
+        // (`prefault.rs`), and a private mapping is `lamina verify`'s read of an image.
         #[cfg(target_os = "linux")]
-        let prefault = if private { None } else { Prefaulter::start(Arc::clone(&map)) };
+        let prefault = match mapping {
+            Mapping::Created => Prefaulter::start(Arc::clone(&map)),
+            Mapping::Opened | Mapping::Private => None,
+        };
         Ok(MmapRegion {
             map,
             #[cfg(target_os = "linux")]

@@ -13,9 +13,12 @@
 //! - The thread only ever calls `madvise(MADV_POPULATE_WRITE)`, which maps pages writable
 //!   without changing a byte of their content, so it cannot race with the writers' stores.
 //! - It populates only at or above the *frontier* (the end of the highest range persisted,
-//!   in [`STEP_BYTES`] units), and at most [`AHEAD_BYTES`] past it: a reopened region's pages
-//!   below the frontier are never touched (a write fault dirties a page, so populating data
-//!   already on disk would write it again).
+//!   in [`STEP_BYTES`] units), and at most [`AHEAD_BYTES`] past it.
+//! - It runs only for a region the process created: there everything past the frontier is
+//!   a hole. In an opened region the pages above the first persists hold data, and a write
+//!   fault dirties a page, so populating them would write the data to disk again (up to the
+//!   whole region as the frontier climbs through it). Opened regions therefore keep the
+//!   writers' own faults; populating only holes (`SEEK_HOLE`) would lift that (not built).
 //! - Populating is a hint: the first error (an older kernel without `MADV_POPULATE_WRITE`,
 //!   `EINVAL`) stops the thread, and the writers fault pages in themselves as before.
 

@@ -149,3 +149,20 @@ fn pages_ahead_of_the_frontier_are_faulted_in_without_changing_a_byte() {
     std::thread::sleep(std::time::Duration::from_millis(50));
     assert_eq!(private.prefaulted_bytes(), 0, "a private mapping has no prefault thread");
 }
+
+/// A reopened region holds data above its first persists, which populating would dirty and
+/// write again: it gets no prefault thread.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_opened_region_has_no_prefault_thread() {
+    use crate::pmem::prefault::STEP_BYTES;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reopened.pmem");
+    let options = MmapOptions { msync: false, ..MmapOptions::default() };
+    drop(MmapRegion::create(&path, 16 << 20, options).unwrap());
+    let region = MmapRegion::open(&path, options).unwrap();
+    region.write_persist(STEP_BYTES, b"data").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(region.prefaulted_bytes(), 0, "an opened region has no prefault thread");
+}
