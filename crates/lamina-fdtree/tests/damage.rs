@@ -339,7 +339,9 @@ fn last_chunk(bytes: &[u8]) -> Option<(u64, TornKeys)> {
             .iter()
             .flat_map(|r| match &r.op {
                 RecordOp::Put { key, .. } | RecordOp::Delete { key } => vec![key.clone()],
-                RecordOp::Batch(ops) => ops.iter().map(|op| op.key().to_vec()).collect(),
+                RecordOp::Batch(ops) | RecordOp::BatchPart(ops) => {
+                    ops.iter().map(|op| op.key().to_vec()).collect()
+                }
             })
             .collect();
         last = Some((offset, keys));

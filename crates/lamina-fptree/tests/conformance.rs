@@ -11,7 +11,8 @@ use lamina_core::{Durability, OpenIntent, Result};
 use lamina_fptree::{FpTreeConfig, FpTreeEngine, FpTreeEngineOptions};
 use lamina_storage::pmem::{MmapRegion, SimulatedOptions, SimulatedRegion};
 
-const REGION_BYTES: u64 = 4 << 20;
+// 16 MiB: the kit writes a batch of 700 values of 4 KiB (one blob each).
+const REGION_BYTES: u64 = 16 << 20;
 
 fn fresh() -> Arc<SimulatedRegion> {
     Arc::new(SimulatedRegion::new(REGION_BYTES, SimulatedOptions::default()).unwrap())

@@ -86,7 +86,7 @@ impl State {
                 self.insert(counters, key, Versioned { seq: record.seq, value });
             }
             RecordOp::Delete { key } => self.remove(counters, &key),
-            RecordOp::Batch(ops) => {
+            RecordOp::Batch(ops) | RecordOp::BatchPart(ops) => {
                 for op in &ops {
                     self.apply(counters, op, record.seq);
                 }

@@ -82,6 +82,7 @@ fn record_strategy() -> impl Strategy<Value = Record> {
             BatchOp::Delete { key } => RecordOp::Delete { key },
         }),
         proptest::collection::vec(batch_op(), 0..5).prop_map(RecordOp::Batch),
+        proptest::collection::vec(batch_op(), 0..5).prop_map(RecordOp::BatchPart),
     ];
     (1u64.., op).prop_map(|(seq, op)| Record { seq, op })
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use lamina_core::{BatchOp, Durability, Error, WriteBatch};
 use lamina_storage::log::chunk::FileHeader;
-use lamina_storage::log::{LogOp, Record, RingLog, RingLogOptions, SegmentLog, SegmentLogOptions};
+use lamina_storage::log::{
+    LogOp, Record, RecordOp, RingLog, RingLogOptions, SegmentLog, SegmentLogOptions,
+};
 use lamina_storage::{MemoryStorage, OpenMode, Storage};
 use log_support::{
     Model, key, open_segments_with_model, open_with_model, small_fixed_ring, small_segment_bytes,
@@ -221,17 +223,45 @@ fn oversized_input_is_refused_and_changes_nothing() {
             .unwrap_err()
             .is_invalid_argument()
     );
-    let mut batch = WriteBatch::new();
-    for i in 0..40u64 {
-        batch.put(key(i), vec![0u8; 1000]);
-    }
-    let err = log.append(LogOp::Batch(&batch)).unwrap_err();
-    assert!(err.is_invalid_argument() && err.to_string().contains("write buffer"), "{err}");
     assert_eq!(log.append(LogOp::Put { key: b"ok", value: b"1" }).unwrap(), 1);
     // The empty key is a key: logged and recovered.
     assert_eq!(log.append(LogOp::Delete { key: b"" }).unwrap(), 2);
     log.close().unwrap();
     assert_eq!(collect(storage, options).len(), 2);
+}
+
+/// A batch larger than the write buffer (16 KiB here) is logged in parts and read back as
+/// the one batch it was, with only the last operation on each key (which is what it
+/// leaves behind); the records after it keep their order.
+#[test]
+fn a_batch_larger_than_the_write_buffer_is_logged_in_parts() {
+    for durability in [Durability::Sync, Durability::None] {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        let options = small_segments(1 << 20, durability);
+        let log = SegmentLog::open(storage.clone(), options.clone(), |_| {}).unwrap();
+        let mut batch = WriteBatch::new();
+        for i in 0..40u64 {
+            batch.put(key(i), vec![i as u8; 1000]);
+        }
+        batch.delete(key(3));
+        batch.put(key(5), b"last".to_vec());
+        assert!(LogOp::Batch(&batch).encoded_len() > 2 * 16 * 1024);
+        assert_eq!(log.append(LogOp::Put { key: b"before", value: b"1" }).unwrap(), 1);
+        assert_eq!(log.append(LogOp::Batch(&batch)).unwrap(), 2);
+        assert_eq!(log.append(LogOp::Put { key: b"after", value: b"1" }).unwrap(), 3);
+        assert!(log.stats().chunks_written >= 3, "{:?}", log.stats());
+        log.close().unwrap();
+        let records = collect(storage, options);
+        assert_eq!(records.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 3]);
+        let RecordOp::Batch(ops) = &records[1].op else { panic!("{:?}", records[1]) };
+        let mut expected: Vec<BatchOp> = (0..40u64)
+            .filter(|i| *i != 3 && *i != 5)
+            .map(|i| BatchOp::Put { key: key(i), value: vec![i as u8; 1000] })
+            .collect();
+        expected.push(BatchOp::Delete { key: key(3) });
+        expected.push(BatchOp::Put { key: key(5), value: b"last".to_vec() });
+        assert_eq!(ops, &expected, "{durability:?}");
+    }
 }
 
 #[test]
@@ -508,4 +538,29 @@ fn a_lone_sync_writer_sleeps_instead_of_yielding() {
     assert_eq!(stats.sync_waits_yielded, 0, "{stats:?}");
     assert!(stats.sync_waits_parked <= 50, "at most one sleep per append: {stats:?}");
     log.close().unwrap();
+}
+
+/// A segment holding only leading parts of a batch counts the batch's sequence number: an
+/// engine that truncates through the records before the batch (what it persisted) keeps
+/// every part, and the batch reads back whole.
+#[test]
+fn truncation_before_a_batch_in_parts_keeps_its_parts() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    // Segments of one maximal chunk: each part lands in a segment of its own.
+    let segment_bytes = small_segments(1 << 20, Durability::Sync).log.chunk_bytes_max();
+    let options = small_segments(segment_bytes, Durability::Sync);
+    let log = SegmentLog::open(storage.clone(), options.clone(), |_| {}).unwrap();
+    let before = log.append(LogOp::Put { key: b"before", value: b"1" }).unwrap();
+    let mut batch = WriteBatch::new();
+    for i in 0..60u64 {
+        batch.put(key(i), vec![i as u8; 1000]);
+    }
+    let seq = log.append(LogOp::Batch(&batch)).unwrap();
+    assert!(log.stats().chunks_written >= 4, "{:?}", log.stats());
+    log.truncate(before).unwrap();
+    log.close().unwrap();
+    let records = collect(storage, options);
+    let batch_record = records.iter().find(|r| r.seq == seq).expect("the batch survives");
+    let RecordOp::Batch(ops) = &batch_record.op else { panic!("{batch_record:?}") };
+    assert_eq!(ops.len(), 60);
 }

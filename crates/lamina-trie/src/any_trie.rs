@@ -167,7 +167,9 @@ impl AnyTrie {
         match &record.op {
             RecordOp::Put { key, value } => self.put(key, value, commit),
             RecordOp::Delete { key } => self.delete(key, commit).map(drop),
-            RecordOp::Batch(ops) => ops.iter().try_for_each(|op| self.apply_op(op, commit)),
+            RecordOp::Batch(ops) | RecordOp::BatchPart(ops) => {
+                ops.iter().try_for_each(|op| self.apply_op(op, commit))
+            }
         }
     }
 }

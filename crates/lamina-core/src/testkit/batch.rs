@@ -87,3 +87,46 @@ pub fn batch_is_atomic_to_readers<S: Subject>(make: &impl Fn() -> S) {
     }
     db.close().unwrap();
 }
+
+/// A batch far larger than any write buffer (about 3 MiB: 700 values of 4 KiB, with
+/// overwrites and deletes inside it) is accepted, applies in order, and survives a reopen
+/// and, where the subject can crash, a crash. The API promises batches up to
+/// [`crate::limits::BATCH_BYTES_MAX`]; durable lamina engines used to refuse any batch over
+/// their 1 MiB log buffer.
+pub fn large_batch_survives_reopen_and_crash<S: Subject>(make: &impl Fn() -> S) {
+    let mut subject = make();
+    let db = subject.open().unwrap();
+    db.put(b"before", b"1").unwrap();
+    let mut oracle = BTreeMap::from([(b"before".to_vec(), b"1".to_vec())]);
+    let mut batch = WriteBatch::new();
+    for i in 0..700u64 {
+        let value = super::value(i, crate::limits::VALUE_BYTES_MAX);
+        batch.put(key("large", i % 600), value.clone());
+        oracle.insert(key("large", i % 600), value);
+        if i % 50 == 0 {
+            batch.delete(key("large", i / 2));
+            oracle.remove(&key("large", i / 2));
+        }
+    }
+    batch.delete(b"before".to_vec());
+    oracle.remove(b"before".as_slice());
+    assert!(batch.payload_bytes() > 2 << 20, "larger than a 1 MiB log buffer, twice");
+    db.write_batch(&batch).unwrap();
+    db.put(b"after", b"2").unwrap();
+    oracle.insert(b"after".to_vec(), b"2".to_vec());
+    assert_eq!(dump(&db), oracle);
+    if !subject.durable() {
+        db.close().unwrap();
+        return;
+    }
+    let db = subject.close_and_reopen(db).unwrap();
+    assert_eq!(dump(&db), oracle, "after a reopen");
+    if subject.can_crash() {
+        subject.crash(db);
+        let db = subject.open().unwrap();
+        assert_eq!(dump(&db), oracle, "after a crash");
+        db.close().unwrap();
+    } else {
+        db.close().unwrap();
+    }
+}

@@ -33,6 +33,7 @@ macro_rules! conformance_tests {
                 batch_applies_in_order,
                 batch_is_all_or_nothing_on_bad_input,
                 batch_is_atomic_to_readers,
+                large_batch_survives_reopen_and_crash,
                 model_random_sequences,
                 concurrent_disjoint_writers,
                 concurrent_shared_key_writers,

@@ -343,7 +343,7 @@ impl Inner {
                 RecordOp::Delete { key } => {
                     mem.apply(EntryRef::Delete { key, cancelled_len: 0 }, record.seq);
                 }
-                RecordOp::Batch(ops) => mem.apply_batch(ops, record.seq),
+                RecordOp::Batch(ops) | RecordOp::BatchPart(ops) => mem.apply_batch(ops, record.seq),
             }
             if mem.bytes() >= self.params.memtable_freeze_bytes() {
                 self.write_out_active(record.seq)?;

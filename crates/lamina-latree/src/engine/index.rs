@@ -231,7 +231,7 @@ fn replay(state: &mut State, records: Vec<Record>) -> Result<u64> {
                 state.tree.delete(key)?;
                 lamina_storage::log::put_record_bytes(key.len(), 0)
             }
-            RecordOp::Batch(ops) => {
+            RecordOp::Batch(ops) | RecordOp::BatchPart(ops) => {
                 apply_ops(&mut state.tree, ops)?;
                 ops.iter().map(|op| (op.key().len() + 16) as u64).sum()
             }

@@ -132,7 +132,7 @@ impl NbTree {
                     match record.op {
                         RecordOp::Put { key, value } => active.apply(&key, Some(value)),
                         RecordOp::Delete { key } => active.apply(&key, None),
-                        RecordOp::Batch(ops) => {
+                        RecordOp::Batch(ops) | RecordOp::BatchPart(ops) => {
                             for op in ops {
                                 match op {
                                     lamina_core::BatchOp::Put { key, value } => {

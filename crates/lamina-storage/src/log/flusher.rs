@@ -63,6 +63,8 @@ pub(super) fn flush_decision(
 /// A write buffer taken from the appenders, on its way to becoming a chunk.
 struct Pending {
     buffer: Vec<u8>,
+    /// A split batch one of whose leading parts is in the buffer (`split_append.rs`).
+    batch_part: Option<SeqNo>,
     records: u32,
     waiters: u32,
     seq_lo: SeqNo,
@@ -78,6 +80,7 @@ fn take_fill(inner: &Inner, st: &mut State) -> Pending {
     let buffer = std::mem::replace(&mut st.fill, spare);
     let pending = Pending {
         buffer,
+        batch_part: st.fill_batch_part.take(),
         records: st.fill_records,
         waiters: st.fill_waiters,
         seq_lo: st.fill_seq_lo,
@@ -236,6 +239,7 @@ fn settle(
             assert!(pending.seq_hi >= st.durable_seq, "durable sequence must not go back");
             st.durable_seq = pending.seq_hi;
             st.settled_seq = st.settled_seq.max(pending.seq_hi);
+            st.settled_gen = st.settled_gen.max(pending.generation);
             inner.durable.store(pending.seq_hi, Ordering::Release);
             st.stalled = None;
             st.expected_writers = pending.waiters.max(1);
@@ -272,23 +276,31 @@ fn settle(
 
 /// Writes `pending` (and, for a ring, carried records) as a chunk with `flags`.
 fn write_pending(inner: &Inner, sink: &mut Sink, pending: &Pending, flags: u8) -> Result<u64> {
+    // The chunk's header counts a split batch's part: a segment holding one is not
+    // truncated before the engine has persisted the batch, and recovery numbers after it.
+    // (What is published as durable stays `pending.seq_hi`: the batch is not, yet.)
+    let seq_hi = pending.seq_hi.max(pending.batch_part.unwrap_or(0));
     match sink {
         Sink::Ring(ring) => {
             let oracle = inner.oracle.as_deref().expect("a ring has its oracle");
             ring.set_live_bytes(oracle.live_bytes());
             let generation = pending.generation;
-            ring.flush(&pending.buffer, pending.records, pending.seq_hi, flags, oracle, &mut || {
+            ring.flush(&pending.buffer, pending.records, seq_hi, flags, oracle, &mut || {
                 wait_applied(inner, generation - 1, APPLY_WAIT * 10)
             })
         }
         Sink::Segments(segments) => {
-            segments.lock().flush(&pending.buffer, pending.records, pending.seq_hi, flags)
+            segments.lock().flush(&pending.buffer, pending.records, seq_hi, flags)
         }
     }
 }
 
 /// Fails the appends of `pending` with `failure` (their chunk was not written).
 fn reject(inner: &Inner, st: &mut State, pending: &Pending, failure: Failure) {
+    st.settled_gen = st.settled_gen.max(pending.generation);
+    if let Some(seq) = pending.batch_part {
+        st.split_batch_lost = Some((seq, failure.clone()));
+    }
     if pending.waiters > 0 {
         inner.rejected.lock().push(Rejected {
             seq_lo: pending.seq_lo,
@@ -309,6 +321,7 @@ fn close_cleanly(inner: &Inner, sink: &mut Sink) {
     let seq_hi = inner.state.lock().next_seq - 1;
     let pending = Pending {
         buffer: Vec::new(),
+        batch_part: None,
         records: 0,
         waiters: 0,
         seq_lo: seq_hi + 1,
@@ -424,6 +437,12 @@ pub(super) fn set_failure(inner: &Inner, st: &mut State, failure: Failure) {
 
 /// Waits until every append of generations up to `generation` has finished (applied).
 pub(super) fn wait_applied(inner: &Inner, generation: u64, timeout: Duration) -> bool {
+    // A split batch is applied only after its last record is durable, which waits for the
+    // flusher: waiting for it here could only time out.
+    let split = inner.split_batch_generation.load(Ordering::Acquire);
+    if split != 0 && split <= generation {
+        return false;
+    }
     let deadline = Instant::now() + timeout;
     let mut unapplied = inner.unapplied.lock();
     while unapplied.first_key_value().is_some_and(|(g, _)| *g <= generation) {

@@ -11,7 +11,8 @@
 //! - [`options`]: [`LogOptions`], [`RingLogOptions`], [`SegmentLogOptions`], [`LiveRecords`].
 //! - `writer`, `flusher`, `shared`: the group-commit writer and its background flusher;
 //!   `superseded`: what read-ahead collection must not carry while woken writers are still
-//!   applying; `recovery`: what opening both logs shares.
+//!   applying; `split_append`: batches larger than a write buffer, logged in parts;
+//!   `recovery`: what opening both logs shares.
 //!
 //! Byte layout: `docs/format/log.md`.
 
@@ -27,6 +28,7 @@ mod segment_log;
 mod segment_recovery;
 mod segments;
 mod shared;
+mod split_append;
 mod stats;
 mod superseded;
 mod writer;

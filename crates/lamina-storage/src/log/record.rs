@@ -8,7 +8,13 @@
 //! Layout (see `docs/format/log.md`): `seq: u64 LE`, `kind: u8`, then
 //! - put: `key_len varint, key, value_len varint, value`;
 //! - delete: `key_len varint, key`;
-//! - batch: `op_count varint`, then each op as `op_kind: u8` followed by the put or delete body.
+//! - batch: `op_count varint`, then each op as `op_kind: u8` followed by the put or delete body;
+//! - batch part: a batch body too. A batch larger than the log's write buffer is logged as
+//!   parts sharing its sequence number, each at most a buffer, and ends with an ordinary
+//!   batch record: recovery ([`resolve_batch_parts`]) joins them, and drops parts whose
+//!   final record never became durable (the batch is all or nothing).
+
+use std::collections::{HashMap, HashSet};
 
 use lamina_core::codec::{Decode, DecodeError, Encode, Reader, put_bytes, varint_len};
 use lamina_core::limits::{BATCH_OPS_MAX, KEY_BYTES_MAX, VALUE_BYTES_MAX};
@@ -20,6 +26,9 @@ pub type SeqNo = u64;
 const KIND_PUT: u8 = 1;
 const KIND_DELETE: u8 = 2;
 const KIND_BATCH: u8 = 3;
+/// Operations of a batch whose final record (kind [`KIND_BATCH`], same sequence number)
+/// follows later in the log.
+const KIND_BATCH_PART: u8 = 4;
 
 /// Fixed part of every record: the sequence number and the kind byte.
 pub const RECORD_FIXED_BYTES: usize = 8 + 1;
@@ -45,6 +54,9 @@ pub enum LogOp<'a> {
     },
     /// Apply every operation of the batch, atomically and in order.
     Batch(&'a WriteBatch),
+    /// Leading operations of a larger batch ([`RecordOp::BatchPart`]); the log writes these
+    /// itself when it splits a batch.
+    BatchPart(&'a WriteBatch),
 }
 
 /// A record read back from the log (owned).
@@ -73,6 +85,11 @@ pub enum RecordOp {
     },
     /// Operations applied atomically, in order (a later op on the same key wins).
     Batch(Vec<BatchOp>),
+    /// Leading operations of a batch too large for one record, no two on the same key
+    /// (see the module documentation). Only decoding a payload yields it: a log's
+    /// recovery joins the parts into the [`RecordOp::Batch`] that ends them, and never
+    /// replays one.
+    BatchPart(Vec<BatchOp>),
 }
 
 impl RecordOp {
@@ -82,6 +99,20 @@ impl RecordOp {
             RecordOp::Put { key, value } => LogOp::Put { key, value },
             RecordOp::Delete { key } => LogOp::Delete { key },
             RecordOp::Batch(ops) => LogOp::Batch(scratch.insert(ops.iter().cloned().collect())),
+            RecordOp::BatchPart(ops) => {
+                LogOp::BatchPart(scratch.insert(ops.iter().cloned().collect()))
+            }
+        }
+    }
+
+    /// The operations it holds, in order.
+    pub fn ops(&self) -> Vec<BatchOp> {
+        match self {
+            RecordOp::Put { key, value } => {
+                vec![BatchOp::Put { key: key.clone(), value: value.clone() }]
+            }
+            RecordOp::Delete { key } => vec![BatchOp::Delete { key: key.clone() }],
+            RecordOp::Batch(ops) | RecordOp::BatchPart(ops) => ops.clone(),
         }
     }
 }
@@ -112,18 +143,9 @@ impl LogOp<'_> {
             + match self {
                 LogOp::Put { key, value } => put_body_len(key, value),
                 LogOp::Delete { key } => delete_body_len(key),
-                LogOp::Batch(batch) => {
+                LogOp::Batch(batch) | LogOp::BatchPart(batch) => {
                     varint_len(batch.len() as u64)
-                        + batch
-                            .ops()
-                            .iter()
-                            .map(|op| {
-                                1 + match op {
-                                    BatchOp::Put { key, value } => put_body_len(key, value),
-                                    BatchOp::Delete { key } => delete_body_len(key),
-                                }
-                            })
-                            .sum::<usize>()
+                        + batch.ops().iter().map(batch_op_len).sum::<usize>()
                 }
             }
     }
@@ -142,26 +164,120 @@ impl LogOp<'_> {
                 out.push(KIND_DELETE);
                 put_bytes(out, key);
             }
-            LogOp::Batch(batch) => {
-                out.push(KIND_BATCH);
-                lamina_core::codec::put_varint(out, batch.len() as u64);
-                for op in batch.ops() {
-                    match op {
-                        BatchOp::Put { key, value } => {
-                            out.push(KIND_PUT);
-                            put_bytes(out, key);
-                            put_bytes(out, value);
-                        }
-                        BatchOp::Delete { key } => {
-                            out.push(KIND_DELETE);
-                            put_bytes(out, key);
-                        }
-                    }
-                }
+            LogOp::Batch(batch) | LogOp::BatchPart(batch) => {
+                out.push(if matches!(self, LogOp::Batch(_)) {
+                    KIND_BATCH
+                } else {
+                    KIND_BATCH_PART
+                });
+                encode_batch_ops(batch.ops().iter(), batch.len(), out);
             }
         }
         debug_assert_eq!(out.len() - start, self.encoded_len());
     }
+}
+
+/// Bytes one operation takes inside a batch record (its kind byte and body).
+fn batch_op_len(op: &BatchOp) -> usize {
+    1 + match op {
+        BatchOp::Put { key, value } => put_body_len(key, value),
+        BatchOp::Delete { key } => delete_body_len(key),
+    }
+}
+
+/// A batch body: the operation count, then each operation.
+fn encode_batch_ops<'a>(ops: impl Iterator<Item = &'a BatchOp>, count: usize, out: &mut Vec<u8>) {
+    lamina_core::codec::put_varint(out, count as u64);
+    for op in ops {
+        match op {
+            BatchOp::Put { key, value } => {
+                out.push(KIND_PUT);
+                put_bytes(out, key);
+                put_bytes(out, value);
+            }
+            BatchOp::Delete { key } => {
+                out.push(KIND_DELETE);
+                put_bytes(out, key);
+            }
+        }
+    }
+}
+
+/// Encodes `batch`, too large for one record of at most `record_bytes_max` bytes, as
+/// records that each fit: parts ([`RecordOp::BatchPart`]), then the final batch record, all
+/// with sequence number 0 for the caller to set ([`set_record_seq`]).
+///
+/// Only the last operation on each key is kept (a batch applies in order, so the earlier
+/// ones change nothing it leaves behind): then no key is in two parts, and the ring's
+/// garbage collection, which reads one chunk at a time, can tell from a part alone which of
+/// its puts are current.
+pub(crate) fn split_batch(batch: &WriteBatch, record_bytes_max: usize) -> Vec<Vec<u8>> {
+    let fixed = RECORD_FIXED_BYTES + varint_len(batch.len() as u64);
+    assert!(fixed + PUT_RECORD_BYTES_MAX <= record_bytes_max, "a record must hold any op");
+    let mut seen: HashSet<&[u8]> = HashSet::with_capacity(batch.len());
+    let mut kept: Vec<&BatchOp> =
+        batch.ops().iter().rev().filter(|op| seen.insert(op.key())).collect();
+    kept.reverse();
+    let mut records = Vec::new();
+    let mut start = 0;
+    while start < kept.len() {
+        let mut end = start;
+        let mut len = fixed;
+        while end < kept.len() && len + batch_op_len(kept[end]) <= record_bytes_max {
+            len += batch_op_len(kept[end]);
+            end += 1;
+        }
+        assert!(end > start, "every op fits a record");
+        let kind = if end == kept.len() { KIND_BATCH } else { KIND_BATCH_PART };
+        let mut record = Vec::with_capacity(len);
+        record.extend_from_slice(&0u64.to_le_bytes());
+        record.push(kind);
+        encode_batch_ops(kept[start..end].iter().copied(), end - start, &mut record);
+        debug_assert!(record.len() <= record_bytes_max);
+        records.push(record);
+        start = end;
+    }
+    records
+}
+
+/// Sets the sequence number of an encoded record.
+pub(crate) fn set_record_seq(record: &mut [u8], seq: SeqNo) {
+    assert!(seq != 0 && seq != SeqNo::MAX, "sequence number {seq}");
+    record[..8].copy_from_slice(&seq.to_le_bytes());
+}
+
+/// Joins the parts of each split batch (in log order) into the batch record that ends it,
+/// and drops parts whose final record is not in `records` (a crash or a failed flush
+/// before it became durable: the batch was never acknowledged, and is all or nothing).
+/// Returns the records, no [`RecordOp::BatchPart`] among them, and the highest sequence
+/// number seen (a dropped batch's included: it is never assigned again).
+///
+/// Garbage collection removes a log's records oldest first, so of a batch's parts only
+/// leading ones can be missing, and only after the batch was applied: their live puts were
+/// carried forward as records of their own.
+pub fn resolve_batch_parts(records: Vec<Record>) -> (Vec<Record>, SeqNo) {
+    let mut seq_max = 0;
+    let mut parts: HashMap<SeqNo, Vec<BatchOp>> = HashMap::new();
+    let mut out = Vec::with_capacity(records.len());
+    for record in records {
+        seq_max = seq_max.max(record.seq);
+        match record.op {
+            RecordOp::BatchPart(ops) => parts.entry(record.seq).or_default().extend(ops),
+            RecordOp::Batch(ops) if parts.contains_key(&record.seq) => {
+                let mut joined = parts.remove(&record.seq).expect("checked");
+                joined.extend(ops);
+                out.push(Record { seq: record.seq, op: RecordOp::Batch(joined) });
+            }
+            op => out.push(Record { seq: record.seq, op }),
+        }
+    }
+    if !parts.is_empty() {
+        tracing::info!(
+            batches = parts.len(),
+            "log recovery dropped batches whose end was not durable"
+        );
+    }
+    (out, seq_max)
 }
 
 impl Encode for Record {
@@ -205,7 +321,7 @@ impl Record {
         let at = reader.position();
         let kind = reader.u8()?;
         let op = match kind {
-            KIND_BATCH => {
+            KIND_BATCH | KIND_BATCH_PART => {
                 let count_at = reader.position();
                 let count = reader.varint()?;
                 if count > BATCH_OPS_MAX as u64 {
@@ -221,7 +337,7 @@ impl Record {
                     let op_kind = reader.u8()?;
                     ops.push(read_single(reader, op_kind, op_at)?);
                 }
-                RecordOp::Batch(ops)
+                if kind == KIND_BATCH { RecordOp::Batch(ops) } else { RecordOp::BatchPart(ops) }
             }
             _ => match read_single(reader, kind, at)? {
                 BatchOp::Put { key, value } => RecordOp::Put { key, value },
@@ -273,13 +389,13 @@ mod tests {
                 BatchOp::Delete { key } => RecordOp::Delete { key },
             }),
             proptest::collection::vec(op_strategy(), 0..8).prop_map(RecordOp::Batch),
+            proptest::collection::vec(op_strategy(), 0..8).prop_map(RecordOp::BatchPart),
         ];
         (1..u64::MAX, op).prop_map(|(seq, op)| Record { seq, op })
     }
 
     proptest! {
         #[test]
-    #[test]
         fn records_roundtrip(records in proptest::collection::vec(record_strategy(), 0..10)) {
             let mut payload = Vec::new();
             for record in &records {
@@ -288,6 +404,38 @@ mod tests {
                 prop_assert_eq!(payload.len() - before, record.encoded_len());
             }
             prop_assert_eq!(decode_records(&payload).unwrap(), records);
+        }
+
+        /// A batch split for any record size decodes and resolves back to the batch with
+        /// the last operation on each key, every record within the size; without its final
+        /// record the batch is dropped, and its sequence number still counts.
+        #[test]
+        fn split_batches_resolve_to_the_batch(
+            ops in proptest::collection::vec(op_strategy(), 1..200),
+            record_bytes_max in PUT_RECORD_BYTES_MAX + 16..4 * PUT_RECORD_BYTES_MAX,
+            seq in 1..1000u64,
+        ) {
+            let batch: WriteBatch = ops.iter().cloned().collect();
+            let mut records = split_batch(&batch, record_bytes_max);
+            let mut payload = Vec::new();
+            for record in &mut records {
+                prop_assert!(record.len() <= record_bytes_max);
+                set_record_seq(record, seq);
+                payload.extend_from_slice(record);
+            }
+            let decoded = decode_records(&payload).unwrap();
+            prop_assert_eq!(decoded.len(), records.len());
+            let mut seen = HashSet::new();
+            let mut expected: Vec<BatchOp> =
+                ops.iter().rev().filter(|op| seen.insert(op.key().to_vec())).cloned().collect();
+            expected.reverse();
+            let (resolved, seq_max) = resolve_batch_parts(decoded.clone());
+            prop_assert_eq!(seq_max, seq);
+            prop_assert_eq!(resolved, vec![Record { seq, op: RecordOp::Batch(expected) }]);
+            if decoded.len() > 1 {
+                let torn = decoded[..decoded.len() - 1].to_vec();
+                prop_assert_eq!(resolve_batch_parts(torn), (Vec::new(), seq));
+            }
         }
 
         #[test]

@@ -19,6 +19,7 @@ use super::chunk::{
     FileHeader, FileKind, RING_FORMAT_VERSION, RING_SEGMENTS_MAX,
 };
 use super::options::{RING_SEGMENTS_INITIAL, RingLogOptions};
+use super::record::resolve_batch_parts;
 use super::recovery::{
     Opened, Sink, decode_payload, list_log_files, new_log_id, read_chunk, read_file_header,
     ring_name,
@@ -197,14 +198,15 @@ fn recover_ring(storage: &dyn Storage, name: &str, options: &RingLogOptions) -> 
         return Err(Error::corruption(&path, offset_of(&newest), "chunk tail out of range"));
     }
     let window: Vec<Found> = found.iter().copied().filter(|f| f.header.pos >= tail).collect();
-    let (window, spans, mut records, expected) =
+    let (window, spans, records, expected) =
         read_window(file.as_ref(), &path, header.log_id, segment_bytes, count, len, tail, window)?;
     assert_eq!(expected, end, "window must end with the newest chunk");
+    let (mut records, record_seq_max) = resolve_batch_parts(records);
     records.sort_by_key(|r| r.seq);
     let layout = recovered_layout(segment_bytes, count, &found, &window, &newest);
     let ring = Ring::new(parts(layout, end, tail, spans));
     let clean = newest.header.flags & CHUNK_FLAG_CLEAN_CLOSE != 0;
-    let seq_hi = newest.header.seq_hi.max(header.seq_floor);
+    let seq_hi = newest.header.seq_hi.max(header.seq_floor).max(record_seq_max);
     let opened = Opened { sink: Sink::Ring(Box::new(ring)), records, seq_hi };
     Ok(OpenedRing { opened, clean })
 }

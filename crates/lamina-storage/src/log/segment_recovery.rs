@@ -16,7 +16,7 @@ use lamina_core::{Error, Result};
 
 use super::chunk::{BLOCK_BYTES, FILE_HEADER_BYTES, FileKind};
 use super::options::SegmentLogOptions;
-use super::record::SeqNo;
+use super::record::{SeqNo, resolve_batch_parts};
 use super::recovery::{
     Opened, Sink, decode_payload, list_log_files, new_log_id, read_chunk, read_file_header,
 };
@@ -164,6 +164,7 @@ fn recover_segments(
     let log_id = log_id.expect("at least one segment");
     // Segment size stays what the log was created with.
     let segment_bytes = segment_bytes.max(options.log.chunk_bytes_max());
+    let (mut records, record_seq_max) = resolve_batch_parts(records);
     records.sort_by_key(|r| r.seq);
     let segments = Segments::new(
         storage.clone(),
@@ -176,7 +177,7 @@ fn recover_segments(
     Ok(Opened {
         sink: Sink::Segments(Arc::new(parking_lot::Mutex::new(segments))),
         records,
-        seq_hi,
+        seq_hi: seq_hi.max(record_seq_max),
     })
 }
 

@@ -119,6 +119,16 @@ pub(super) struct State {
     pub(super) closed: bool,
     pub(super) flusher_idle: bool,
     pub(super) stats: LogStats,
+    /// The split batch (its sequence number) placing its records: no other append may come
+    /// between them (`split_append.rs`).
+    pub(super) split_batch_placing: Option<SeqNo>,
+    /// The split batch (its sequence number) one of whose leading parts is in the fill
+    /// buffer: if that buffer's chunk is rejected, the batch is lost.
+    pub(super) fill_batch_part: Option<SeqNo>,
+    /// The split batch a rejected chunk held a part of, and why.
+    pub(super) split_batch_lost: Option<(SeqNo, Failure)>,
+    /// Every generation up to this one is durable or was rejected.
+    pub(super) settled_gen: u64,
 }
 
 impl State {
@@ -149,6 +159,10 @@ impl State {
             closed: false,
             flusher_idle: false,
             stats,
+            split_batch_placing: None,
+            fill_batch_part: None,
+            split_batch_lost: None,
+            settled_gen: 0,
         }
     }
 }
@@ -201,6 +215,10 @@ pub(super) struct Inner {
     pub(super) budget: Option<Budget>,
     /// The ring file (rings only), for its allocated bytes.
     pub(super) ring_file: Option<Arc<dyn StorageFile>>,
+    /// The generation of the first part of a split batch not applied yet (0: none). The
+    /// batch is applied only once its last record is durable, so the flusher does not wait
+    /// for it to be applied before that: waiting could only time out.
+    pub(super) split_batch_generation: AtomicU64,
     pub(super) storage: Arc<dyn Storage>,
 }
 

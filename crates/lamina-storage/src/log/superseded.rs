@@ -99,7 +99,7 @@ impl DurableUnapplied {
                     RecordOp::Put { key, .. } | RecordOp::Delete { key } => {
                         keys.insert(key);
                     }
-                    RecordOp::Batch(ops) => {
+                    RecordOp::Batch(ops) | RecordOp::BatchPart(ops) => {
                         keys.extend(ops.into_iter().map(|op| match op {
                             BatchOp::Put { key, .. } | BatchOp::Delete { key } => key,
                         }));

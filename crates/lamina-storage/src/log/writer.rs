@@ -76,7 +76,7 @@ pub(super) struct CoreSetup {
 /// The group-commit writer and its flusher (see the module documentation).
 #[derive(Debug)]
 pub(super) struct LogCore {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
     flusher: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -88,6 +88,11 @@ fn check_op(op: &LogOp<'_>) -> Result<()> {
         }
         LogOp::Delete { key } => check_key(key),
         LogOp::Batch(batch) => batch.validate(),
+        LogOp::BatchPart(_) => Err(Error::InvalidArgument(InvalidArgument::Option {
+            name: "log record",
+            reason: "a batch part is written by the log when it splits a batch, not appended"
+                .into(),
+        })),
     }
 }
 
@@ -116,6 +121,7 @@ impl LogCore {
             options,
             oracle,
             growth_in_flight: AtomicU64::new(0),
+            split_batch_generation: AtomicU64::new(0),
             budget,
             ring_file: setup.ring_file,
             storage,
@@ -138,7 +144,7 @@ impl LogCore {
     /// Refuses a write that adds `live_delta > 0` bytes of live data past the disk budget;
     /// otherwise reserves them until the write is applied (or fails), so that concurrent
     /// writers cannot all pass the check. Returns the bytes reserved.
-    fn check_budget(&self, live_delta: i64) -> Result<u64> {
+    pub(super) fn check_budget(&self, live_delta: i64) -> Result<u64> {
         let (Some(budget), Ok(delta @ 1..)) = (&self.inner.budget, u64::try_from(live_delta))
         else {
             return Ok(0);
@@ -177,16 +183,9 @@ impl LogCore {
         let inner = &*self.inner;
         let len = op.encoded_len();
         if len > inner.options.buffer_bytes {
-            // Only a batch can be this large (the largest put fits the smallest buffer); the
-            // buffer is no option of the public API, so the advice is to split the batch.
-            return Err(Error::InvalidArgument(InvalidArgument::Option {
-                name: "write batch",
-                reason: format!(
-                    "it takes {len} bytes in the log, more than the log's write buffer of {} \
-                     bytes (a batch is logged as one record): split it into smaller batches",
-                    inner.options.buffer_bytes
-                ),
-            }));
+            // Only a batch can be this large (the largest put fits the smallest buffer).
+            let LogOp::Batch(batch) = op else { unreachable!("only a batch exceeds a buffer") };
+            return self.append_split(batch, live_delta, apply);
         }
         let reserved = self.check_budget(live_delta)?;
         let release = || {
@@ -211,6 +210,12 @@ impl LogCore {
                 inner.arriving.fetch_sub(1, Ordering::SeqCst);
                 release();
                 return Err(err);
+            }
+            if st.split_batch_placing.is_some() {
+                // A split batch's records go into the log one after the other, nothing
+                // between them (`split_append.rs`).
+                inner.progress_cv.wait(&mut st);
+                continue;
             }
             if st.fill.len() + len <= inner.options.buffer_bytes {
                 break;
@@ -367,7 +372,10 @@ impl LogCore {
 
 /// Asks the flusher to retry a stalled flush and waits for that attempt; `Some(error)` if
 /// the log is still stalled (or failed, or closing) afterwards, `None` if it resumed.
-fn retry_stalled(inner: &Inner, st: &mut parking_lot::MutexGuard<'_, State>) -> Option<Error> {
+pub(super) fn retry_stalled(
+    inner: &Inner,
+    st: &mut parking_lot::MutexGuard<'_, State>,
+) -> Option<Error> {
     st.retries_asked += 1;
     let asked = st.retries_asked;
     st.retry_waiters += 1;
@@ -385,7 +393,7 @@ fn retry_stalled(inner: &Inner, st: &mut parking_lot::MutexGuard<'_, State>) -> 
 
 /// Waits (yielding, then parked) until record `seq` is durable; its chunk's rejection or
 /// the log's failure is returned instead.
-fn wait_durable(inner: &Inner, seq: SeqNo) -> Result<()> {
+pub(super) fn wait_durable(inner: &Inner, seq: SeqNo) -> Result<()> {
     inner.sync_waiting.fetch_add(1, Ordering::Relaxed);
     if yield_until_durable(inner, seq) {
         inner.waits_yielded.fetch_add(1, Ordering::Relaxed);

@@ -145,7 +145,7 @@ pub fn record_ops(op: &RecordOp) -> Vec<BatchOp> {
             vec![BatchOp::Put { key: key.clone(), value: value.clone() }]
         }
         RecordOp::Delete { key } => vec![BatchOp::Delete { key: key.clone() }],
-        RecordOp::Batch(ops) => ops.clone(),
+        RecordOp::Batch(ops) | RecordOp::BatchPart(ops) => ops.clone(),
     }
 }
 

@@ -151,7 +151,11 @@ impl Ring {
             // Every older record of the key is in this chunk or an older one, so it is gone
             // once this chunk is overwritten; the delete has nothing left to shadow.
             RecordOp::Delete { .. } => self.gc.records_dropped += 1,
-            RecordOp::Batch(ops) => {
+            // A part of a split batch holds no key of another part (`record::split_batch`),
+            // so it is decided alone; it is reached only after its batch was applied (the
+            // batch's first generation stays unapplied until then, and collection stops
+            // before it).
+            RecordOp::Batch(ops) | RecordOp::BatchPart(ops) => {
                 // Within a batch a later op on the same key wins; only it can be current.
                 let mut later_keys = HashSet::new();
                 for op in ops.iter().rev() {
