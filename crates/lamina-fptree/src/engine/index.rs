@@ -25,6 +25,7 @@ use parking_lot::{Mutex, RwLock};
 use super::batch_log::{
     BATCH_COMMITTED, BATCH_HEADER_BYTES, decode_batch, encode_batch, encoded_len,
 };
+use super::batch_space::batch_chunks_max;
 use crate::fingerprint::fingerprint;
 use crate::inner::{InnerIndex, OlcInner};
 use crate::layout::{BATCH_LOG_PPTR, FpTreeConfig};
@@ -275,12 +276,33 @@ impl<R: SyncRegion + ?Sized, I: InnerIndex> FpTreeEngine<R, I> {
         Ok(())
     }
 
-    /// Writes the batch log and commits it: from here the batch will be applied.
-    fn log_batch(&self, batch: &WriteBatch) -> Result<()> {
-        let bytes = encode_batch(batch);
+    /// Refuses (with `NoSpace`, before anything is written) a batch the heap may not have
+    /// room for (`batch_space.rs`): half applied, it could not be redone at recovery either.
+    fn check_batch_space(&self, batch: &WriteBatch, log_bytes: usize) -> Result<()> {
+        let stats = self.alloc().stats();
+        let needed = batch_chunks_max(batch, log_bytes, self.tree.config(), stats.chunk_bytes);
+        let free = stats.chunk_count - stats.used_chunks;
+        if needed > free {
+            return Err(Error::NoSpace {
+                context: format!(
+                    "persistent heap: a write batch of {} operations may need up to {needed} \
+                     chunks of {} bytes and {free} of {} are free; nothing of it was written \
+                     (delete data, write smaller batches, or use a larger region)",
+                    batch.len(),
+                    stats.chunk_bytes,
+                    stats.chunk_count
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes the batch log (`bytes`, from `encode_batch`) and commits it: from here the
+    /// batch will be applied.
+    fn log_batch(&self, bytes: &[u8]) -> Result<()> {
         let pptr = self.alloc().allocate(BATCH_LOG_PPTR, bytes.len() as u64)?;
         let region = self.alloc().region();
-        let written = region.write(pptr.offset, &bytes).and_then(|()| {
+        let written = region.write(pptr.offset, bytes).and_then(|()| {
             region.persist(pptr.offset, bytes.len() as u64)?;
             region.fence();
             region.store_u64(pptr.offset, BATCH_COMMITTED)?;
@@ -382,7 +404,9 @@ impl<R: SyncRegion + ?Sized, I: InnerIndex> OrderedIndex for FpTreeEngine<R, I> 
             return Ok(());
         }
         let _gate = self.gate.write();
-        self.log_batch(batch)?;
+        let log = encode_batch(batch);
+        self.check_batch_space(batch, log.len())?;
+        self.log_batch(&log)?;
         if let Err(e) = self.apply(batch) {
             self.poisoned.store(true, Ordering::Release);
             return Err(e);

@@ -6,6 +6,7 @@
 //! [`FpTree`]: crate::FpTree
 
 mod batch_log;
+mod batch_space;
 mod index;
 
 pub use batch_log::{BATCH_COMMITTED, decode_batch, encode_batch};
