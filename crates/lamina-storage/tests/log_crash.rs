@@ -239,13 +239,35 @@ fn cyclic_log_survives_a_crash_at_every_operation() {
 /// reopening finds every acknowledged write.
 #[test]
 fn io_errors_fail_every_waiter_and_lose_nothing_acknowledged() {
-    use lamina_storage::{FailKind, FaultyStorage};
     let options = AnyOptions::Ring(small_fixed_ring(Durability::Sync));
-    for (op, kind) in (1..=60u64).flat_map(|op| [(op, FailKind::Eio), (op, FailKind::NoSpace)]) {
+    io_errors_at_every_operation(&options, (4, 15, 8), script, 60);
+}
+
+/// The same with batches in parts: a part's chunk that fails (ENOSPC: rejected, the log goes
+/// on; EIO: the log fails) fails its batch, which is then never recovered in part.
+#[test]
+fn io_errors_never_tear_a_batch_in_parts() {
+    let segment_bytes = small_log(Durability::Sync).chunk_bytes_max();
+    for options in [
+        AnyOptions::Ring(small_fixed_ring(Durability::Sync)),
+        AnyOptions::Segments(small_segments(segment_bytes, Durability::Sync)),
+    ] {
+        io_errors_at_every_operation(&options, (2, 16, 8), script_with_large_batches, 50);
+    }
+}
+
+fn io_errors_at_every_operation(
+    options: &AnyOptions,
+    shape: (u64, u64, u64),
+    script: Script,
+    ops: u64,
+) {
+    use lamina_storage::{FailKind, FaultyStorage};
+    for (op, kind) in (1..=ops).flat_map(|op| [(op, FailKind::Eio), (op, FailKind::NoSpace)]) {
         let faulty = FaultyStorage::in_memory(FaultPlan::none().fail_at(op, kind, false));
         let storage: Arc<dyn Storage> = Arc::new(faulty.clone());
         let acked: Acked = Arc::default();
-        let result = workload(&storage, &options, &acked, (4, 15, 8), script);
+        let result = workload(&storage, options, &acked, shape, script);
         if let Err(err) = &result {
             match kind {
                 FailKind::NoSpace => assert!(matches!(err, Error::NoSpace { .. }), "{err}"),
@@ -255,7 +277,8 @@ fn io_errors_fail_every_waiter_and_lose_nothing_acknowledged() {
         let expected = apply_in_order(acked.lock().acked.clone());
         // Power off (keeping only what was synced) and reopen without faults.
         let storage: Arc<dyn Storage> = Arc::new(faulty.reopen_after_crash().unwrap());
-        let (log, model) = AnyLog::open_with_model(storage, &options).unwrap();
+        let (log, model) = AnyLog::open_with_model(storage, options)
+            .unwrap_or_else(|e| panic!("op {op} {kind:?}: reopen failed: {e}"));
         let recovered = model.snapshot();
         // Everything acknowledged is there (a failed flush may still have reached the medium).
         for (k, v) in &expected {
@@ -265,7 +288,30 @@ fn io_errors_fail_every_waiter_and_lose_nothing_acknowledged() {
                 assert!(shadowed, "op {op} {kind:?}: lost {k:?}");
             }
         }
+        assert_no_torn_batch(&recovered, &format!("op {op} {kind:?}"));
         log.close().unwrap();
+    }
+}
+
+/// Every key `large{thread}-..` of [`script_with_large_batches`] holds a value of the same
+/// batch (its operation number, `value`'s round / 100): a batch is all or nothing.
+fn assert_no_torn_batch(state: &BTreeMap<Vec<u8>, Vec<u8>>, when: &str) {
+    let mut batch_of_thread: BTreeMap<String, String> = BTreeMap::new();
+    for (k, v) in state {
+        let key = String::from_utf8_lossy(k);
+        let Some(thread) = key.strip_prefix("large").and_then(|rest| rest.split('-').next()) else {
+            continue;
+        };
+        let value = String::from_utf8_lossy(v);
+        let round: u64 = value.split(':').nth(1).and_then(|r| r.parse().ok()).expect("a round");
+        let batch = (round / 100).to_string();
+        let first = batch_of_thread.entry(thread.to_string()).or_insert_with(|| batch.clone());
+        assert_eq!(*first, batch, "{when}: {key} is from another batch than its thread's others");
+    }
+    for thread in batch_of_thread.keys() {
+        let count =
+            state.keys().filter(|k| k.starts_with(format!("large{thread}-").as_bytes())).count();
+        assert_eq!(count, 30, "{when}: a batch of thread {thread} is partly there");
     }
 }
 

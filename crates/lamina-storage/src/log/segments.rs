@@ -139,6 +139,16 @@ impl Segments {
         assert!(len <= self.segment_bytes, "chunk larger than a segment");
         let active = self.files.back().expect("at least one segment");
         if active.data_len + len > active.capacity_bytes {
+            // A flush rejected for lack of space may have left part or all of its chunk past
+            // the segment's last chunk. Recovery requires a segment other than the last to
+            // end with its last chunk (the next one starts there), and a rejected chunk that
+            // reached the device whole would bring back writes whose callers were told they
+            // failed: cut the segment to its chunks before moving on.
+            let end = FILE_HEADER_BYTES + active.data_len;
+            if active.file.len()? > end {
+                active.file.set_len(end)?;
+                active.file.sync_data()?;
+            }
             let segment = Self::create_segment(
                 self.storage.as_ref(),
                 &self.prefix,
