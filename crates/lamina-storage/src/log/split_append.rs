@@ -33,7 +33,7 @@ use parking_lot::MutexGuard;
 
 use super::record::{SeqNo, set_record_seq, split_batch};
 use super::shared::{Inner, State};
-use super::writer::{LogCore, retry_stalled, wait_durable};
+use super::writer::{LogCore, refusal, wait_durable};
 
 /// How often a writer waiting for a stalled log (no space, `Buffered`/`None`) looks again.
 const STALL_RECHECK: Duration = Duration::from_millis(100);
@@ -80,34 +80,13 @@ impl LogCore {
                 Durability::Buffered { .. } | Durability::None => wait_settled_end(inner, seq),
             };
             let applied = durable.map(|()| (seq, apply(seq)));
-            let mut unapplied = inner.unapplied.lock();
-            let left = unapplied.get_mut(&first_generation).expect("placed appends are counted");
-            *left -= 1;
-            if *left == 0 {
-                unapplied.remove(&first_generation);
-                inner.applied_cv.notify_all();
-            }
-            inner.split_batch_generation.store(0, Ordering::Release);
-            drop(unapplied);
+            finish_unapplied(inner, first_generation);
             applied
         });
         if reserved > 0 {
             inner.growth_in_flight.fetch_sub(reserved, Ordering::Relaxed);
         }
         outcome
-    }
-}
-
-/// Why an append cannot go on now (a failure, a close, a stall that a retry did not end).
-fn refusal(inner: &Inner, st: &mut MutexGuard<'_, State>) -> Option<Error> {
-    if let Some(failure) = &st.failure {
-        Some(failure.to_error())
-    } else if st.closing || st.closed {
-        Some(Error::Closed)
-    } else if st.stalled.is_some() {
-        retry_stalled(inner, st)
-    } else {
-        None
     }
 }
 
@@ -126,7 +105,7 @@ fn place_all(
     for part in parts {
         if let Err(err) = wait_room(inner, st, part.len()) {
             if let Some(first) = first_generation {
-                release_unapplied(inner, first);
+                finish_unapplied(inner, first);
             }
             return Err(err);
         }
@@ -145,7 +124,7 @@ fn place_all(
     let parts_durable = wait_parts_durable(inner, st, seq, last_part_generation)
         .and_then(|()| wait_room(inner, st, last.len()));
     if let Err(err) = parts_durable {
-        release_unapplied(inner, first_generation);
+        finish_unapplied(inner, first_generation);
         return Err(err);
     }
     place(st, last, seq);
@@ -161,8 +140,9 @@ fn place_all(
     Ok(first_generation)
 }
 
-/// Undoes the unapplied count of a batch that failed before its final record was placed.
-fn release_unapplied(inner: &Inner, first_generation: u64) {
+/// Ends the unapplied count of the batch (counted in `first_generation`): it was applied,
+/// or it failed.
+fn finish_unapplied(inner: &Inner, first_generation: u64) {
     let mut unapplied = inner.unapplied.lock();
     let left = unapplied.get_mut(&first_generation).expect("placed appends are counted");
     *left -= 1;

@@ -197,16 +197,7 @@ impl LogCore {
         inner.arriving.fetch_add(1, Ordering::SeqCst);
         let mut st = inner.state.lock();
         loop {
-            let refused = if let Some(failure) = &st.failure {
-                Some(failure.to_error())
-            } else if st.closing || st.closed {
-                Some(Error::Closed)
-            } else if st.stalled.is_some() {
-                retry_stalled(inner, &mut st)
-            } else {
-                None
-            };
-            if let Some(err) = refused {
+            if let Some(err) = refusal(inner, &mut st) {
                 inner.arriving.fetch_sub(1, Ordering::SeqCst);
                 release();
                 return Err(err);
@@ -370,12 +361,22 @@ impl LogCore {
     }
 }
 
+/// Why an append cannot go on now (a failure, a close, a stall that a retry did not end).
+pub(super) fn refusal(inner: &Inner, st: &mut parking_lot::MutexGuard<'_, State>) -> Option<Error> {
+    if let Some(failure) = &st.failure {
+        Some(failure.to_error())
+    } else if st.closing || st.closed {
+        Some(Error::Closed)
+    } else if st.stalled.is_some() {
+        retry_stalled(inner, st)
+    } else {
+        None
+    }
+}
+
 /// Asks the flusher to retry a stalled flush and waits for that attempt; `Some(error)` if
 /// the log is still stalled (or failed, or closing) afterwards, `None` if it resumed.
-pub(super) fn retry_stalled(
-    inner: &Inner,
-    st: &mut parking_lot::MutexGuard<'_, State>,
-) -> Option<Error> {
+fn retry_stalled(inner: &Inner, st: &mut parking_lot::MutexGuard<'_, State>) -> Option<Error> {
     st.retries_asked += 1;
     let asked = st.retries_asked;
     st.retry_waiters += 1;

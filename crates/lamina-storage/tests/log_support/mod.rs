@@ -140,13 +140,7 @@ impl Model {
 }
 
 pub fn record_ops(op: &RecordOp) -> Vec<BatchOp> {
-    match op {
-        RecordOp::Put { key, value } => {
-            vec![BatchOp::Put { key: key.clone(), value: value.clone() }]
-        }
-        RecordOp::Delete { key } => vec![BatchOp::Delete { key: key.clone() }],
-        RecordOp::Batch(ops) | RecordOp::BatchPart(ops) => ops.clone(),
-    }
+    op.ops()
 }
 
 /// Opens the ring over `storage`, replaying into a fresh model that serves as its oracle.
