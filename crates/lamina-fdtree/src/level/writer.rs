@@ -1,6 +1,7 @@
 //! Writes one new level (or an `L_0` run) during merge-execute: blocks are filled greedily in
 //! key order and written sequentially (the paper's m-insert buffers one block per level in
-//! memory), then indexed; the Bloom filter gets each data key as it is appended.
+//! memory), then indexed; the Bloom filter gets each data key as it is appended, at the
+//! latest when the key's block is indexed (inserts are pipelined: `bloom_pipe`).
 //!
 //! FD+FC (section 4.4.2) lets lookups read a level while it is written:
 //! - a written block is indexed only after its write, and a lookup reaches only indexed
@@ -30,6 +31,7 @@ use crate::format::index::LevelIndex;
 use crate::format::stats::LevelStats;
 use crate::level_map::LevelMap;
 use crate::store::{BlockStore, FileKind};
+use lamina_storage::bloom::PipelinedInserts;
 
 /// Bytes of a level file written between two [`StorageFile::start_writeback`] hints: the
 /// level reaches the device as a steady stream while it is written, not as one burst at its
@@ -113,6 +115,9 @@ pub struct LevelWriter {
     stats: LevelStats,
     index: Arc<RwLock<LevelIndex>>,
     bloom: Arc<Bloom>,
+    /// Data keys appended whose filter bits are not set yet: drained before any block is
+    /// indexed (`write_pending`), so no reader sees a key its filter lacks.
+    bloom_pipe: PipelinedInserts,
     tail: Option<Arc<Mutex<TailFences>>>,
     latches: Arc<BlockLatches>,
     holds_data: bool,
@@ -155,6 +160,7 @@ impl LevelWriter {
             stats: LevelStats::default(),
             index: Arc::new(RwLock::new(index)),
             bloom,
+            bloom_pipe: PipelinedInserts::default(),
             tail: (visibility == Visibility::Fences).then(Default::default),
             latches: Arc::new(BlockLatches::default()),
             holds_data: visibility != Visibility::Fences,
@@ -281,7 +287,7 @@ impl LevelWriter {
             }
             _ => {
                 assert!(self.holds_data, "a fence-only level gets no data entry");
-                self.bloom.insert_hash(key_hash(e.key()));
+                self.bloom_pipe.insert_hash(&self.bloom, key_hash(e.key()));
             }
         }
         let last = self.last_key.get_or_insert_with(Vec::new);
@@ -311,6 +317,9 @@ impl LevelWriter {
 
     /// Writes the pending blocks, then indexes them.
     fn write_pending(&mut self) -> Result<()> {
+        // Every key appended so far reaches the filter before its block is indexed (and
+        // before `finish` encodes the filter).
+        self.bloom_pipe.drain(&self.bloom);
         if self.pending.blocks.is_empty() {
             return Ok(());
         }
@@ -451,6 +460,7 @@ impl LevelWriter {
     pub fn finish(mut self) -> Result<DiskLevel> {
         self.end_block()?;
         self.write_pending()?;
+        debug_assert!(self.bloom_pipe.is_empty(), "the filter holds every key");
         self.io(|| self.file.sync_data())?;
         // A copy: FD+FC lookups may still read the growing index until the tree switches to
         // the finished level (the filter is shared, not copied).

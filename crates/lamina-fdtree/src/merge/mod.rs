@@ -13,6 +13,7 @@ pub(crate) mod prepare;
 pub(crate) mod relabel;
 pub(crate) mod run;
 pub(crate) mod side;
+mod tournament;
 
 use lamina_core::Result;
 

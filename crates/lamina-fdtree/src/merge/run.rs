@@ -17,12 +17,14 @@
 //! Entries are never copied out of the blocks read, only into the blocks written
 //! (issue 22: merges over borrowed block payloads).
 
+use std::cmp::Ordering;
 use std::collections::VecDeque;
 
 use lamina_core::{Error, Result};
 
 use super::builder::Builder;
 use super::coalesce::coalesce;
+use super::tournament::Tournament;
 use crate::format::entry::{BlockPtr, EntryRef};
 use crate::level::cursor::{LevelCursor, READAHEAD_BLOCKS_DEFAULT};
 use crate::level::{DiskLevel, LevelWriter};
@@ -83,6 +85,13 @@ pub(crate) struct MergeRun {
     /// Per source, its next entry's key in short form ([`Head`]), kept in step with the
     /// cursor: the smallest key of tens of sources is found in one flat array.
     heads: Vec<Head>,
+    /// Some source ran out of buffered entries and has blocks left ([`MergeRun::at_stage_end`]).
+    /// Set by `load` and by each advance of a source, so the check per key group costs
+    /// nothing (a scan of every source per group was a tenth of a merge's time at 10M keys).
+    stage_ended: bool,
+    /// The sources ordered by their next keys ([`source_order`]), kept in step with
+    /// `heads`: rebuilt by `load`, a source's path replayed after `step` moves it.
+    tournament: Tournament,
 }
 
 /// A source's next key, in the form most comparisons need: its first 8 bytes as a
@@ -121,6 +130,27 @@ impl Head {
             unequal => Some(unequal),
         }
     }
+}
+
+/// The order of two sources' next keys, a source without one after every other: by their
+/// [`Head`]s, and by the keys' bytes when the heads cannot tell.
+fn source_order(heads: &[Head], sources: &[LevelCursor], a: usize, b: usize) -> Ordering {
+    let (ha, hb) = (heads[a], heads[b]);
+    match (ha.is_none(), hb.is_none()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) => ha.cmp_short(hb).unwrap_or_else(|| {
+            let key = |j: usize| sources[j].peek().expect("a head has an entry").key();
+            lamina_core::key_order::compare(key(a), key(b))
+        }),
+    }
+}
+
+/// A source that has no buffered entry but blocks left to read: the stage must end before
+/// the next key group (the group's key may be in that block).
+fn is_dry(c: &LevelCursor) -> bool {
+    !c.has_buffered() && !c.read_all_blocks()
 }
 
 impl MergeRun {
@@ -174,6 +204,8 @@ impl MergeRun {
             data_at: vec![false; n],
             at_min: Vec::with_capacity(n),
             heads: vec![Head::NONE; n],
+            stage_ended: false,
+            tournament: Tournament::new(n),
         };
         if full && !run.builder.writers.last().is_some_and(LevelWriter::started) {
             // The first block of the new bottom level, so L_0_new gets its -infinity fence
@@ -248,53 +280,63 @@ impl MergeRun {
             }
             self.heads[i] = Head::of(c.peek().map(|e| e.key()));
         }
+        self.stage_ended = self.sources.iter().any(is_dry);
+        let (heads, sources) = (&self.heads, &self.sources);
+        self.tournament.rebuild(|a, b| source_order(heads, sources, a, b));
         Ok(())
     }
 
     /// Whether some old level ran out of buffered entries and has blocks left: the stage
     /// ends here (the next key may be in that level's next block).
     pub(crate) fn at_stage_end(&self) -> bool {
-        self.sources.iter().any(|c| !c.has_buffered() && !c.read_all_blocks())
+        debug_assert_eq!(self.stage_ended, self.sources.iter().any(is_dry));
+        self.stage_ended
     }
 
-    /// Sets `at_min` to the sources whose next key is the smallest of all sources' (one
-    /// pass: only those can hold an entry of the key; with tens of `L_0^old` runs, comparing
-    /// every source with the key three times per key was a fifth of a merge's time). The
-    /// keys' short forms (`heads`) decide almost every comparison without the cursors.
+    /// Sets `at_min` to the sources whose next key is the smallest of all sources' (only
+    /// those can hold an entry of the key), from the winner tree: about `log2 n`
+    /// comparisons of the keys' short forms (`heads`), which decide almost every comparison
+    /// without the cursors.
     fn find_sources_at_min(&mut self) {
-        self.at_min.clear();
-        let mut min_head = Head::NONE;
-        for (i, &h) in self.heads.iter().enumerate() {
-            if h.is_none() {
-                continue;
-            }
-            let order = if min_head.is_none() {
-                std::cmp::Ordering::Less
-            } else {
-                h.cmp_short(min_head).unwrap_or_else(|| {
-                    let key = |j: usize| self.sources[j].peek().map(|e| e.key());
-                    lamina_core::key_order::compare(
-                        key(i).expect("a head has an entry"),
-                        key(self.at_min[0]).expect("a head has an entry"),
-                    )
-                })
-            };
-            match order {
-                std::cmp::Ordering::Less => {
-                    min_head = h;
-                    self.at_min.clear();
-                    self.at_min.push(i);
-                }
-                std::cmp::Ordering::Equal => self.at_min.push(i),
-                std::cmp::Ordering::Greater => {}
-            }
-        }
         debug_assert!(
             self.heads
                 .iter()
                 .zip(&self.sources)
                 .all(|(h, c)| { *h == Head::of(c.peek().map(|e| e.key())) })
         );
+        self.at_min.clear();
+        if let Some(w) = self.tournament.winner()
+            && !self.heads[w].is_none()
+        {
+            let (heads, sources) = (&self.heads, &self.sources);
+            self.tournament
+                .winners(|i| source_order(heads, sources, i, w).is_eq(), &mut self.at_min);
+        }
+        debug_assert_eq!(
+            {
+                let mut found = self.at_min.clone();
+                found.sort_unstable();
+                found
+            },
+            self.sources_at_min_by_scan(),
+            "the winner tree agrees with a scan of every source"
+        );
+    }
+
+    /// [`MergeRun::find_sources_at_min`]'s answer by comparing every source (checks).
+    fn sources_at_min_by_scan(&self) -> Vec<usize> {
+        let mut at_min: Vec<usize> = Vec::new();
+        for i in 0..self.sources.len() {
+            if self.heads[i].is_none() {
+                continue;
+            }
+            match at_min.first().map(|&m| source_order(&self.heads, &self.sources, i, m)) {
+                None | Some(Ordering::Less) => at_min = vec![i],
+                Some(Ordering::Equal) => at_min.push(i),
+                Some(Ordering::Greater) => {}
+            }
+        }
+        at_min
     }
 
     /// M-insert of one key group: the smallest buffered key's entries from every old level,
@@ -341,6 +383,7 @@ impl MergeRun {
                 }
                 c.advance()?;
                 self.heads[i] = Head::of(c.peek().map(|e| e.key()));
+                self.stage_ended |= is_dry(c);
             }
         }
         self.data_at.fill(false);
@@ -387,7 +430,13 @@ impl MergeRun {
                 let c = &mut self.sources[i];
                 c.advance()?;
                 self.heads[i] = Head::of(c.peek().map(|e| e.key()));
+                self.stage_ended |= is_dry(c);
             }
+        }
+        // Every source at the key moved past it: replay their paths in the winner tree.
+        let (heads, sources) = (&self.heads, &self.sources);
+        for &i in &self.at_min {
+            self.tournament.update(i, |a, b| source_order(heads, sources, a, b));
         }
         match &mut self.processed {
             Some(p) => {
