@@ -78,15 +78,12 @@ fn is_log(name: &str) -> bool {
 
 /// The damages a log cannot tell from a crash's torn tail today: its end cut off or its last
 /// record damaged (with `Sync` durability the lost writes were acknowledged, but nothing in
-/// the files says so), and a segment log's later segment deleted (the log then ends at a
-/// segment boundary; no segment records that another follows it). Counted apart and listed,
-/// as a known gap (`docs/results/reliability.md`, "Gaps"), not as correct.
+/// the files says so). Counted apart and listed, as a known gap
+/// (`docs/results/reliability.md`, "Gaps"), not as correct. A deleted segment is not one of
+/// them: the newest is named by its predecessor's end chunk, any other by the next one's
+/// start (`docs/format/log.md`, "Segment end").
 fn looks_torn(name: &str, how: Damage) -> bool {
-    let later_segment =
-        name.contains("_wal-") && name.chars().any(|c| c.is_ascii_digit() && c != '0');
-    is_log(name)
-        && (matches!(how, Damage::CutInHalf | Damage::Flip { at_permille: 999 })
-            || (later_segment && how == Damage::Delete))
+    is_log(name) && matches!(how, Damage::CutInHalf | Damage::Flip { at_permille: 999 })
 }
 
 /// The files a sweep damages: all of them with `LAMINA_CRASH_SWEEP_FULL=1`, else one of each

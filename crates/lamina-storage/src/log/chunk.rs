@@ -31,8 +31,17 @@ pub const RING_SEGMENTS_MAX: u32 = (1 << 24) - 1;
 /// Chunk flag: the chunk was written by a clean close (it holds no records). A log whose
 /// newest chunk carries it cannot have a torn tail, so any damaged chunk is corruption.
 pub const CHUNK_FLAG_CLEAN_CLOSE: u8 = 1;
+/// Chunk flag (segment files): the segment ends here and the log continues in the next
+/// segment file (`file_index + 1`), which existed before this chunk was written. It holds no
+/// records. A log whose newest chunk carries it lost its newest segment:
+/// `Error::Corruption` naming that segment (a deleted newest segment read as a crash before
+/// it and lost its writes silently).
+pub const CHUNK_FLAG_SEGMENT_END: u8 = 2;
 /// Every chunk flag this build knows.
-pub const CHUNK_FLAGS_KNOWN: u8 = CHUNK_FLAG_CLEAN_CLOSE;
+pub const CHUNK_FLAGS_KNOWN: u8 = CHUNK_FLAG_CLEAN_CLOSE | CHUNK_FLAG_SEGMENT_END;
+/// Bytes of a [`CHUNK_FLAG_SEGMENT_END`] chunk (a header and no payload, padded to a block):
+/// every segment keeps room for one after its data chunks.
+pub const SEGMENT_END_CHUNK_BYTES: u64 = BLOCK_BYTES as u64;
 /// The chunk magic: "LCHK" little-endian.
 pub const CHUNK_MAGIC: u32 = u32::from_le_bytes(*b"LCHK");
 
@@ -231,7 +240,7 @@ pub struct ChunkHeader {
     /// [`RING_SEGMENTS_MAX`]; a file with fewer was cut short). 0 in segment files and in
     /// version 1 rings (one segment).
     pub ring_segments: u32,
-    /// [`CHUNK_FLAG_CLEAN_CLOSE`] or 0.
+    /// [`CHUNK_FLAG_CLEAN_CLOSE`], [`CHUNK_FLAG_SEGMENT_END`] or 0.
     pub flags: u8,
 }
 
@@ -373,7 +382,13 @@ mod tests {
 
     #[test]
     fn ring_segments_and_flags_roundtrip_and_unknown_flags_are_refused() {
-        for (segments, flags) in [(0, 0), (1, CHUNK_FLAG_CLEAN_CLOSE), (RING_SEGMENTS_MAX, 0)] {
+        assert_eq!(chunk_len(0), SEGMENT_END_CHUNK_BYTES, "an end chunk is one block");
+        for (segments, flags) in [
+            (0, 0),
+            (1, CHUNK_FLAG_CLEAN_CLOSE),
+            (0, CHUNK_FLAG_SEGMENT_END),
+            (RING_SEGMENTS_MAX, 0),
+        ] {
             let mut out = Vec::new();
             let written = ChunkHeader { ring_segments: segments, flags, ..header() };
             encode_chunk(&written, b"hello", &mut out);

@@ -1,13 +1,24 @@
 //! Truncate retention: the log is a sequence of segment files; the engine reports with
 //! [`crate::log::Log::truncate`] up to which sequence number its data is persisted
 //! elsewhere, and whole segments below that are removed.
+//!
+//! Moving to a new segment (a roll): the old segment is cut to its chunks, the new one is
+//! created (header synced, directory synced), then the old one gets a
+//! [`CHUNK_FLAG_SEGMENT_END`] chunk, synced, before the new one gets its first chunk. Every
+//! segment keeps room for that chunk after its data. So a log whose newest chunk is a
+//! segment end lost its newest segment (recovery: `Error::Corruption`), and a crash during
+//! a roll leaves either a new segment without chunks after an old one without its end
+//! (recovery removes the new one) or both, complete.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use lamina_core::Result;
 
-use super::chunk::{ChunkHeader, FILE_HEADER_BYTES, FileHeader, FileKind, chunk_len, encode_chunk};
+use super::chunk::{
+    CHUNK_FLAG_SEGMENT_END, ChunkHeader, FILE_HEADER_BYTES, FileHeader, FileKind,
+    SEGMENT_END_CHUNK_BYTES, chunk_len, encode_chunk,
+};
 use super::record::SeqNo;
 use crate::backend::{OpenMode, Storage, StorageFile};
 
@@ -20,8 +31,9 @@ pub(crate) struct Segment {
     pub base_pos: u64,
     /// Data bytes used (chunks), after the header.
     pub data_len: u64,
-    /// Most data bytes this segment may hold: its header's `capacity_bytes` (recovery reads
-    /// no further), which a reopen with a larger buffer does not change.
+    /// Most bytes of chunks this segment may hold: its header's `capacity_bytes` (recovery
+    /// reads no further), which a reopen with a larger buffer does not change. Data chunks
+    /// leave the last [`SEGMENT_END_CHUNK_BYTES`] of it to the segment's end chunk.
     pub capacity_bytes: u64,
     /// Highest sequence number of a record in this segment (or its floor if empty).
     pub seq_hi: SeqNo,
@@ -33,10 +45,17 @@ pub(crate) struct Segments {
     storage: Arc<dyn Storage>,
     prefix: String,
     log_id: u64,
-    segment_bytes: u64,
+    /// `capacity_bytes` of the segments this writer creates (the end chunk's room included).
+    capacity_bytes: u64,
     files: VecDeque<Segment>,
     head: u64,
     scratch: Vec<u8>,
+}
+
+/// The `capacity_bytes` of the segments a log with `segment_bytes` of data per segment and
+/// chunks of at most `chunk_bytes_max` creates: the data, and room for the end chunk.
+pub(crate) fn segment_capacity_bytes(segment_bytes: u64, chunk_bytes_max: u64) -> u64 {
+    segment_bytes.max(chunk_bytes_max) + SEGMENT_END_CHUNK_BYTES
 }
 
 /// The name of segment `index`.
@@ -80,25 +99,27 @@ pub(crate) fn create_log_file(
 }
 
 impl Segments {
-    /// Segments recovered (or one fresh segment), with the write position `head`.
+    /// Segments recovered (or one fresh segment), with the write position `head`; new
+    /// segments get `capacity_bytes` (see [`segment_capacity_bytes`]).
     pub(crate) fn new(
         storage: Arc<dyn Storage>,
         prefix: String,
         log_id: u64,
-        segment_bytes: u64,
+        capacity_bytes: u64,
         files: VecDeque<Segment>,
         head: u64,
     ) -> Segments {
         assert!(!files.is_empty(), "a segmented log has at least one segment");
-        Segments { storage, prefix, log_id, segment_bytes, files, head, scratch: Vec::new() }
+        assert!(capacity_bytes > SEGMENT_END_CHUNK_BYTES, "a segment holds a data chunk");
+        Segments { storage, prefix, log_id, capacity_bytes, files, head, scratch: Vec::new() }
     }
 
-    /// Creates segment `index` starting at log position `base_pos`.
+    /// Creates segment `index` of `capacity_bytes` starting at log position `base_pos`.
     pub(crate) fn create_segment(
         storage: &dyn Storage,
         prefix: &str,
         log_id: u64,
-        segment_bytes: u64,
+        capacity_bytes: u64,
         index: u64,
         base_pos: u64,
         seq_floor: SeqNo,
@@ -109,20 +130,12 @@ impl Segments {
             log_id,
             file_index: index,
             base_pos,
-            capacity_bytes: segment_bytes,
+            capacity_bytes,
             seq_floor,
         };
         let name = segment_name(prefix, index);
         let file = create_log_file(storage, &name, &header, FILE_HEADER_BYTES)?;
-        Ok(Segment {
-            index,
-            name,
-            file,
-            base_pos,
-            data_len: 0,
-            capacity_bytes: segment_bytes,
-            seq_hi: seq_floor,
-        })
+        Ok(Segment { index, name, file, base_pos, data_len: 0, capacity_bytes, seq_hi: seq_floor })
     }
 
     /// Writes `payload` as one chunk with `flags` and syncs it, starting a new segment if it
@@ -136,9 +149,12 @@ impl Segments {
         flags: u8,
     ) -> Result<u64> {
         let len = chunk_len(payload.len());
-        assert!(len <= self.segment_bytes, "chunk larger than a segment");
+        assert!(
+            len + SEGMENT_END_CHUNK_BYTES <= self.capacity_bytes,
+            "chunk larger than a segment"
+        );
         let active = self.files.back().expect("at least one segment");
-        if active.data_len + len > active.capacity_bytes {
+        if active.data_len + len + SEGMENT_END_CHUNK_BYTES > active.capacity_bytes {
             // A flush rejected for lack of space may have left part or all of its chunk past
             // the segment's last chunk. Recovery requires a segment other than the last to
             // end with its last chunk (the next one starts there), and a rejected chunk that
@@ -149,15 +165,45 @@ impl Segments {
                 active.file.set_len(end)?;
                 active.file.sync_data()?;
             }
+            // Room for the end chunk: always, but in a segment a build before end chunks
+            // filled (its roll goes unmarked, as all its rolls were).
+            let end_chunk = active.data_len + SEGMENT_END_CHUNK_BYTES <= active.capacity_bytes;
+            let base_pos = self.head + if end_chunk { SEGMENT_END_CHUNK_BYTES } else { 0 };
             let segment = Self::create_segment(
                 self.storage.as_ref(),
                 &self.prefix,
                 self.log_id,
-                self.segment_bytes,
+                self.capacity_bytes,
                 active.index + 1,
-                self.head,
+                base_pos,
                 active.seq_hi,
             )?;
+            if end_chunk {
+                // Written only now that the next segment exists: an end chunk always names a
+                // segment that was there. If this fails, nothing changed in memory; the next
+                // flush cuts what it left and creates the new segment again.
+                let tail = self.files.front().expect("at least one segment").base_pos;
+                let header = ChunkHeader {
+                    log_id: self.log_id,
+                    pos: self.head,
+                    prev_end: self.head,
+                    tail,
+                    seq_hi: active.seq_hi,
+                    payload_len: 0,
+                    record_count: 0,
+                    payload_crc: 0,
+                    ring_segments: 0,
+                    flags: CHUNK_FLAG_SEGMENT_END,
+                };
+                encode_chunk(&header, &[], &mut self.scratch);
+                debug_assert_eq!(self.scratch.len() as u64, SEGMENT_END_CHUNK_BYTES);
+                active.file.write_all_at(FILE_HEADER_BYTES + active.data_len, &self.scratch)?;
+                active.file.sync_data()?;
+                let active = self.files.back_mut().expect("at least one segment");
+                active.data_len += SEGMENT_END_CHUNK_BYTES;
+                self.head += SEGMENT_END_CHUNK_BYTES;
+            }
+            assert_eq!(segment.base_pos, self.head, "the new segment starts at the log's head");
             self.files.push_back(segment);
         }
         let tail = self.files.front().expect("at least one segment").base_pos;
