@@ -22,13 +22,31 @@ use crate::format::entry::{EntryRef, KIND_DELETE, KIND_INSERT};
 use crate::format::stats::LevelStats;
 
 /// Memory an entry costs beyond its key and value: its share of the set's nodes (a
-/// 16-byte handle, 11 per leaf, plus internal nodes), its header, and the allocator's.
-pub const ENTRY_OVERHEAD_BYTES: u64 = 48;
+/// 24-byte handle, 11 per leaf, plus internal nodes), its header, and the allocator's.
+pub const ENTRY_OVERHEAD_BYTES: u64 = 56;
 const HEADER: usize = 3;
 
-/// One entry, in one allocation (module documentation).
+/// One entry, in one allocation (module documentation), with its key's first 8 bytes as an
+/// integer beside the pointer: an insert compares its key with tens of entries on its way
+/// down the set, and reading each one's allocation for its key was a fifth of a writer's
+/// time at 10M inserts (`perf`: `Stored::cmp` and `memcmp`); the prefix decides almost every
+/// comparison without it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Stored(Box<[u8]>);
+struct Stored {
+    /// The key's first 8 bytes, big-endian, zero-padded ([`key_prefix`]).
+    prefix: u64,
+    bytes: Box<[u8]>,
+}
+
+/// A key's first 8 bytes as a big-endian integer, zero-padded: keys whose prefixes differ
+/// are ordered as their prefixes are; equal prefixes need the bytes (a zero-padded key may
+/// equal a longer one's prefix).
+fn key_prefix(key: &[u8]) -> u64 {
+    let mut first = [0u8; 8];
+    let n = key.len().min(8);
+    first[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(first)
+}
 
 impl Stored {
     fn new(e: &EntryRef<'_>) -> Stored {
@@ -53,18 +71,18 @@ impl Stored {
             }
             EntryRef::Fence { .. } => unreachable!("a memtable holds data entries only"),
         }
-        Stored(out.into_boxed_slice())
+        Stored { prefix: key_prefix(key), bytes: out.into_boxed_slice() }
     }
 
     fn key(&self) -> &[u8] {
-        let len = usize::from(u16::from_le_bytes([self.0[0], self.0[1]]));
-        &self.0[HEADER..HEADER + len]
+        let len = usize::from(u16::from_le_bytes([self.bytes[0], self.bytes[1]]));
+        &self.bytes[HEADER..HEADER + len]
     }
 
     fn entry(&self) -> EntryRef<'_> {
         let key = self.key();
-        let rest = &self.0[HEADER + key.len()..];
-        if self.0[2] == KIND_INSERT {
+        let rest = &self.bytes[HEADER + key.len()..];
+        if self.bytes[2] == KIND_INSERT {
             EntryRef::Insert { key, value: rest }
         } else {
             let cancelled_len = u32::from_le_bytes(rest.try_into().expect("4 bytes"));
@@ -73,7 +91,7 @@ impl Stored {
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.0.len() as u64 + ENTRY_OVERHEAD_BYTES
+        self.bytes.len() as u64 + ENTRY_OVERHEAD_BYTES
     }
 }
 
@@ -85,7 +103,10 @@ impl Borrow<[u8]> for Stored {
 
 impl Ord for Stored {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.key().cmp(other.key())
+        match self.prefix.cmp(&other.prefix) {
+            std::cmp::Ordering::Equal => self.key().cmp(other.key()),
+            unequal => unequal,
+        }
     }
 }
 
@@ -270,6 +291,18 @@ fn remove_counts(stats: &mut LevelStats, old: &EntryRef<'_>) {
 mod tests {
     use super::*;
     use crate::format::entry::insert_bytes;
+
+    proptest::proptest! {
+        /// Entries are ordered as their keys' bytes are, whatever the prefixes say.
+        #[test]
+        fn entries_order_as_their_keys(
+            a in proptest::collection::vec(0u8..3, 0..12),
+            b in proptest::collection::vec(0u8..3, 0..12),
+        ) {
+            let entry = |k: &[u8]| Stored::new(&EntryRef::Insert { key: k, value: b"v" });
+            proptest::prop_assert_eq!(entry(&a).cmp(&entry(&b)), a.cmp(&b));
+        }
+    }
 
     fn put(m: &Memtable, k: &[u8], v: &[u8], seq: u64) {
         m.apply(EntryRef::Insert { key: k, value: v }, seq);
