@@ -78,12 +78,47 @@ fn is_log(name: &str) -> bool {
 
 /// The damages a log cannot tell from a crash's torn tail today: its end cut off or its last
 /// record damaged (with `Sync` durability the lost writes were acknowledged, but nothing in
-/// the files says so). Counted apart and listed, as a known gap
-/// (`docs/results/reliability.md`, "Gaps"), not as correct. A deleted segment is not one of
-/// them: the newest is named by its predecessor's end chunk, any other by the next one's
-/// start (`docs/format/log.md`, "Segment end").
-fn looks_torn(name: &str, how: Damage) -> bool {
-    is_log(name) && matches!(how, Damage::CutInHalf | Damage::Flip { at_permille: 999 })
+/// the files says so): the flip at the end of the file, or any flip inside the last chunk of
+/// a segment log's newest segment (a short newest segment has its last chunk mid-file).
+/// Counted apart and listed, as a known gap (`docs/results/reliability.md`, "Gaps"), not as
+/// correct. A deleted segment is not one of them: the newest is named by its predecessor's
+/// end chunk, any other by the next one's start (`docs/format/log.md`, "Segment end").
+fn looks_torn(store: &Path, name: &str, how: Damage) -> bool {
+    if !is_log(name) {
+        return false;
+    }
+    match how {
+        Damage::CutInHalf | Damage::Flip { at_permille: 999 } => true,
+        Damage::Flip { at_permille } if name.contains("_wal-") && is_newest(store, name) => {
+            let path = store.join(name);
+            let at = damage::data_offset(&damage::data_extents(&path), at_permille);
+            at.zip(last_chunk_at(&path)).is_some_and(|(at, last)| at >= last)
+        }
+        _ => false,
+    }
+}
+
+/// Whether `name` is the newest segment of its log in `store`.
+fn is_newest(store: &Path, name: &str) -> bool {
+    let prefix = name.split('-').next().unwrap_or(name);
+    damage::store_files(store)
+        .iter()
+        .filter(|n| n.starts_with(prefix) && n.contains("_wal-"))
+        .all(|n| n.as_str() <= name)
+}
+
+/// The file offset of a segment file's last chunk, following the chunks from the first
+/// (`docs/format/log.md`: a 4 KiB file header, then chunks of a 64-byte header, magic
+/// "LCHK" and `payload_len` at 48, padded to 4 KiB).
+fn last_chunk_at(path: &Path) -> Option<u64> {
+    let bytes = std::fs::read(path).ok()?;
+    let (mut at, mut last) = (4096usize, None);
+    while at + 64 <= bytes.len() && &bytes[at..at + 4] == b"LCHK" {
+        last = Some(at as u64);
+        let payload_len = u32::from_le_bytes(bytes[at + 48..at + 52].try_into().ok()?) as usize;
+        at += (64 + payload_len).next_multiple_of(4096);
+    }
+    last
 }
 
 /// The files a sweep damages: all of them with `LAMINA_CRASH_SWEEP_FULL=1`, else one of each
@@ -188,7 +223,7 @@ fn sweep_image(engine: EngineKind, index: u64, tally: &mut Tally) {
                 Ok(Outcome::Correct) => tally.correct += 1,
                 Ok(Outcome::NamedError) => tally.named_error += 1,
                 Ok(Outcome::UnnamedError(message)) => tally.unnamed_error.push(case(&message)),
-                Ok(Outcome::Wrong(what)) if looks_torn(&name, how) => {
+                Ok(Outcome::Wrong(what)) if looks_torn(&store, &name, how) => {
                     tally.torn_tail.push(case(&what));
                 }
                 Ok(Outcome::Wrong(what)) => tally.wrong.push(case(&what)),
