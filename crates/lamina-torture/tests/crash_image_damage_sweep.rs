@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lamina::{Db, EngineKind, Error, KeyRange};
+use lamina_core::codec::Decode;
+use lamina_storage::log::chunk::{ChunkHeader, FILE_HEADER_BYTES};
 use lamina_torture::damage::{self, Abnormal, DAMAGES, Damage};
 use lamina_torture::parent::{self, Config, CrashImage};
 use lamina_torture::settings::options;
@@ -108,15 +110,15 @@ fn is_newest(store: &Path, name: &str) -> bool {
 }
 
 /// The file offset of a segment file's last chunk, following the chunks from the first
-/// (`docs/format/log.md`: a 4 KiB file header, then chunks of a 64-byte header, magic
-/// "LCHK" and `payload_len` at 48, padded to 4 KiB).
+/// (`docs/format/log.md`).
 fn last_chunk_at(path: &Path) -> Option<u64> {
     let bytes = std::fs::read(path).ok()?;
-    let (mut at, mut last) = (4096usize, None);
-    while at + 64 <= bytes.len() && &bytes[at..at + 4] == b"LCHK" {
-        last = Some(at as u64);
-        let payload_len = u32::from_le_bytes(bytes[at + 48..at + 52].try_into().ok()?) as usize;
-        at += (64 + payload_len).next_multiple_of(4096);
+    let (mut at, mut last) = (FILE_HEADER_BYTES, None);
+    while let Some(header) =
+        bytes.get(usize::try_from(at).ok()?..).and_then(|b| ChunkHeader::decode(b).ok())
+    {
+        last = Some(at);
+        at += header.chunk_len();
     }
     last
 }
@@ -304,4 +306,25 @@ fn the_damages_touch_written_bytes() {
     damage::copy_sparse(&path, &copy);
     assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(&copy).unwrap());
     assert!(damage::data_extents(&copy).iter().map(|(s, e)| e - s).sum::<u64>() < 1 << 20);
+}
+
+#[test]
+fn the_last_chunk_of_a_segment_is_found() {
+    use lamina_storage::log::{LogOp, LogOptions, SegmentLog, SegmentLogOptions};
+    let dir = damage::scratch_dir();
+    let storage: Arc<dyn lamina_storage::Storage> = Arc::new(
+        lamina_storage::FileStorage::open_dir(dir.path(), lamina_storage::FileOptions::default())
+            .unwrap(),
+    );
+    let log = LogOptions { durability: lamina_core::Durability::Sync, ..LogOptions::default() };
+    let log =
+        SegmentLog::open(storage, SegmentLogOptions { log, ..Default::default() }, |_| {}).unwrap();
+    // One Sync put from one thread is one 4 KiB chunk.
+    for i in 0..3u32 {
+        log.append(LogOp::Put { key: &i.to_be_bytes(), value: b"v" }).unwrap();
+    }
+    log.abandon();
+    let segment = damage::store_files(dir.path()).into_iter().find(|n| n.starts_with("wal-"));
+    let path = dir.path().join(segment.expect("a segment"));
+    assert_eq!(last_chunk_at(&path), Some(FILE_HEADER_BYTES + 2 * 4096));
 }

@@ -16,7 +16,7 @@ use std::cmp::Ordering;
 const ABSENT: u32 = u32::MAX;
 
 /// The winner tree; see the module documentation.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Tournament {
     /// Sources.
     n: usize,

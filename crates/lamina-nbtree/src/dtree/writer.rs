@@ -15,7 +15,7 @@ use lamina_core::checksum::masked_crc32c;
 use lamina_core::codec::Encode;
 use lamina_core::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 use lamina_core::{Error, Result};
-use lamina_storage::bloom::{Bloom, PipelinedInserts, key_hash};
+use lamina_storage::bloom::Bloom;
 use lamina_storage::{OpenMode, Storage, StorageFile};
 
 use super::format::{
@@ -100,10 +100,6 @@ pub struct DTreeWriter {
     leaves: u64,
     internal_nodes: u64,
     bloom: Bloom,
-    /// Keys pushed whose filter bits are not set yet (the filter of a d-tree of sigma f bytes
-    /// is larger than the caches): drained when the pushes end, before the filter is
-    /// written or handed over.
-    bloom_pipe: PipelinedInserts,
     leaf_index: LeafIndex,
     /// Page-aligned bytes not written yet; they start at page `pages_written`.
     pending: Vec<u8>,
@@ -171,7 +167,6 @@ impl DTreeWriter {
             leaves: 0,
             internal_nodes: 0,
             bloom: Bloom::new(keys_max, params.bloom_bits_per_key),
-            bloom_pipe: PipelinedInserts::default(),
             leaf_index: LeafIndex::default(),
             pending: Vec::new(),
             pending_written: 0,
@@ -203,7 +198,7 @@ impl DTreeWriter {
         }
         entry.encode_to(&mut self.leaf.payload);
         self.leaf.entries += 1;
-        self.bloom_pipe.insert_hash(&self.bloom, key_hash(key));
+        self.bloom.insert(key);
         self.entries += 1;
         self.deletes += u64::from(value.is_none());
         self.bytes += entry_bytes(key.len(), value.map(<[u8]>::len));
@@ -271,7 +266,6 @@ impl DTreeWriter {
         assert!(pages_max >= 1, "finish_step must be allowed to write a page");
         self.check_not_failed()?;
         if self.stage == Stage::Pushing {
-            self.bloom_pipe.drain(&self.bloom);
             self.stage = Stage::LastLeaf;
         }
         let mut budget = pages_max;
@@ -476,7 +470,6 @@ impl DTreeWriter {
     }
 
     fn emit_bloom(&mut self) {
-        debug_assert!(self.bloom_pipe.is_empty(), "the filter holds every key");
         let mut bytes = Vec::with_capacity(self.bloom.encoded_len());
         self.bloom.encode_to(&mut bytes);
         let crc = masked_crc32c(&bytes);

@@ -182,33 +182,30 @@ impl Segments {
                 // Written only now that the next segment exists: an end chunk always names a
                 // segment that was there. If this fails, nothing changed in memory; the next
                 // flush cuts what it left and creates the new segment again.
-                let tail = self.files.front().expect("at least one segment").base_pos;
-                let header = ChunkHeader {
-                    log_id: self.log_id,
-                    pos: self.head,
-                    prev_end: self.head,
-                    tail,
-                    seq_hi: active.seq_hi,
-                    payload_len: 0,
-                    record_count: 0,
-                    payload_crc: 0,
-                    ring_segments: 0,
-                    flags: CHUNK_FLAG_SEGMENT_END,
-                };
-                encode_chunk(&header, &[], &mut self.scratch);
-                debug_assert_eq!(self.scratch.len() as u64, SEGMENT_END_CHUNK_BYTES);
-                active.file.write_all_at(FILE_HEADER_BYTES + active.data_len, &self.scratch)?;
-                active.file.sync_data()?;
-                let active = self.files.back_mut().expect("at least one segment");
-                active.data_len += SEGMENT_END_CHUNK_BYTES;
-                self.head += SEGMENT_END_CHUNK_BYTES;
+                let old_seq_hi = active.seq_hi;
+                let end_len = self.write_chunk(&[], 0, old_seq_hi, CHUNK_FLAG_SEGMENT_END)?;
+                debug_assert_eq!(end_len, SEGMENT_END_CHUNK_BYTES);
             }
             assert_eq!(segment.base_pos, self.head, "the new segment starts at the log's head");
             self.files.push_back(segment);
         }
+        self.write_chunk(payload, records, seq_hi, flags)
+    }
+
+    /// Writes `payload` as one chunk at the end of the newest segment and syncs it; advances
+    /// the segment and the head only once it is synced.
+    fn write_chunk(
+        &mut self,
+        payload: &[u8],
+        records: u32,
+        seq_hi: SeqNo,
+        flags: u8,
+    ) -> Result<u64> {
         let tail = self.files.front().expect("at least one segment").base_pos;
         let active = self.files.back_mut().expect("at least one segment");
         assert_eq!(active.base_pos + active.data_len, self.head, "segment out of step");
+        let len = chunk_len(payload.len());
+        assert!(active.data_len + len <= active.capacity_bytes, "chunk past its segment");
         let header = ChunkHeader {
             log_id: self.log_id,
             pos: self.head,
