@@ -17,6 +17,7 @@ use super::progress::{MergeProgress, NewLevelProgress};
 use super::state::FcMerge;
 use super::{FcHost, with_tree};
 use crate::level::DiskLevel;
+use crate::level::writer::RetryPolicy;
 use crate::merge::run::MergeRun;
 use crate::merge::side::{IntoTop, finalize_plan};
 use crate::persist::fences;
@@ -212,9 +213,39 @@ fn commit_progress(
             Ok(())
         })
     })?;
-    for r in pending.drain(..) {
-        policy.run(|| store.punch_blocks(&*r.level.file, r.block, 1))?;
+    punch_reclaimed(store, &policy, pending)
+}
+
+/// Frees the space of the reclaimed blocks `pending` holds, one punch per run of
+/// consecutive blocks of one file, and empties it.
+///
+/// A punch is a synchronous discard on a file system mounted with `discard` (this
+/// machine's ext4): punched one 32 KiB block at a time, the merge thread spent 16.4 s of
+/// a 10M-insert `scale` run's 28 s in `fallocate` (112,017 calls, `perf trace -s`). Each
+/// source's blocks are reclaimed in order, so a commit's worth is a few tens of ranges.
+fn punch_reclaimed(
+    store: &BlockStore,
+    policy: &RetryPolicy,
+    pending: &mut Vec<Reclaimed>,
+) -> Result<()> {
+    pending.sort_unstable_by_key(|r| (r.level.file_id, r.block));
+    let mut first = 0;
+    while first < pending.len() {
+        let start = &pending[first];
+        let mut count: u32 = 1;
+        while let Some(next) = pending.get(first + count as usize)
+            && next.level.file_id == start.level.file_id
+        {
+            assert!(next.block >= start.block + count, "a block is reclaimed once");
+            if next.block != start.block + count {
+                break;
+            }
+            count += 1;
+        }
+        policy.run(|| store.punch_blocks(&*start.level.file, start.block, count))?;
+        first += count as usize;
     }
+    pending.clear();
     Ok(())
 }
 
