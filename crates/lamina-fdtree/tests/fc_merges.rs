@@ -367,21 +367,9 @@ fn disk_space_during_a_full_merge(persistent: bool) {
             .sum()
     };
     let db = FdTree::with_storage(storage.clone(), &options, persistent).unwrap();
-    for i in 0..20_000u64 {
-        db.put(&key(i * 2), &i.to_le_bytes()).unwrap();
-    }
-    db.flush().unwrap();
-    db.wait_for_merges().unwrap();
+    fill(&db);
     let steady = allocated(&storage);
-    // An underflow: a full merge over every level, held after each stage.
-    db.hold_merges(true);
-    let mut batch = lamina_core::WriteBatch::new();
-    for i in (0..20_000u64).filter(|i| i % 5 < 2) {
-        batch.delete(key(i * 2).to_vec());
-    }
-    db.write_batch(&batch).unwrap();
-    db.flush().unwrap();
-    db.wait_merge_held();
+    hold_an_underflow_merge(&db);
     let with_run = allocated(&storage);
     let mut peak = 0;
     let mut stages = 0;
@@ -404,6 +392,28 @@ fn disk_space_during_a_full_merge(persistent: bool) {
     db.verify().unwrap();
 }
 
+/// 20,000 puts of even keys, with every merge done.
+fn fill(db: &FdTree) {
+    for i in 0..20_000u64 {
+        db.put(&key(i * 2), &i.to_le_bytes()).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_merges().unwrap();
+}
+
+/// Deletes 40% of [`fill`]'s keys: an underflow, so a full merge over every level, held
+/// after each stage (it has started when this returns).
+fn hold_an_underflow_merge(db: &FdTree) {
+    db.hold_merges(true);
+    let mut batch = lamina_core::WriteBatch::new();
+    for i in (0..20_000u64).filter(|i| i % 5 < 2) {
+        batch.delete(key(i * 2).to_vec());
+    }
+    db.write_batch(&batch).unwrap();
+    db.flush().unwrap();
+    db.wait_merge_held();
+}
+
 /// A persistent tree frees the old blocks a progress commit covers with one punch per run
 /// of consecutive blocks of a file, not one per block: a punch is a synchronous discard on a
 /// `discard`-mounted file system, and one per 32 KiB block took the merge thread 16 s of a
@@ -424,20 +434,8 @@ fn a_progress_commit_punches_each_run_of_reclaimed_blocks_at_once() {
     };
     let storage = Arc::new(MemoryStorage::new());
     let db = FdTree::with_storage(storage.clone(), &options, true).unwrap();
-    for i in 0..20_000u64 {
-        db.put(&key(i * 2), &i.to_le_bytes()).unwrap();
-    }
-    db.flush().unwrap();
-    db.wait_for_merges().unwrap();
-    // An underflow: a full merge over every level, held after each stage.
-    db.hold_merges(true);
-    let mut batch = lamina_core::WriteBatch::new();
-    for i in (0..20_000u64).filter(|i| i % 5 < 2) {
-        batch.delete(key(i * 2).to_vec());
-    }
-    db.write_batch(&batch).unwrap();
-    db.flush().unwrap();
-    db.wait_merge_held();
+    fill(&db);
+    hold_an_underflow_merge(&db);
     let sources = db.with_tree(|t| t.materialized_labels().len() + t.run_count()).unwrap() as u64;
     let before = storage.io_stats();
     let mut commits_max = 0;
