@@ -74,11 +74,11 @@ impl Arena {
     }
 }
 
-/// One entry, in one allocation (module documentation), with its key's first 8 bytes as an
-/// integer beside the pointer: an insert compares its key with tens of entries on its way
-/// down the set, and reading each one's allocation for its key was a fifth of a writer's
-/// time at 10M inserts (`perf`: `Stored::cmp` and `memcmp`); the prefix decides almost every
-/// comparison without it.
+/// One entry, a slice of the arena (module documentation), with its key's first 8 bytes as
+/// an integer beside it: an insert compares its key with tens of entries on its way down
+/// the set, and reading each one's bytes for its key was a fifth of a writer's time at 10M
+/// inserts (`perf`: `Stored::cmp` and `memcmp`); the prefix decides almost every comparison
+/// without them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Stored {
     /// The key's first 8 bytes, big-endian, zero-padded ([`key_prefix`]).

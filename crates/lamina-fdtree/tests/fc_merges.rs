@@ -438,10 +438,10 @@ fn a_progress_commit_punches_each_run_of_reclaimed_blocks_at_once() {
     hold_an_underflow_merge(&db);
     let sources = db.with_tree(|t| t.materialized_labels().len() + t.run_count()).unwrap() as u64;
     let before = storage.io_stats();
-    let mut commits_max = 0;
+    let mut stages = 0;
     while db.with_tree(Tree::merge_in_progress).unwrap() {
         db.step_merge();
-        commits_max += 1;
+        stages += 1;
     }
     let during = storage.io_stats().since(&before);
     db.hold_merges(false);
@@ -449,8 +449,9 @@ fn a_progress_commit_punches_each_run_of_reclaimed_blocks_at_once() {
     db.verify().unwrap();
     let blocks_punched = during.bytes_punched / block_bytes;
     assert!(blocks_punched >= 4 * commit_blocks, "{blocks_punched} blocks punched");
-    // Each commit punches at most one range per source; commits come every `commit_blocks`.
-    let commits = blocks_punched.div_ceil(commit_blocks).min(commits_max);
+    // Each commit punches at most one range per source; a commit comes once `commit_blocks`
+    // are reclaimed, at a stage boundary.
+    let commits = (blocks_punched / commit_blocks).min(stages);
     assert!(
         during.punches <= commits * sources,
         "{} punches for {blocks_punched} blocks ({commits} commits, {sources} sources)",

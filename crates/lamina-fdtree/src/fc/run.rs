@@ -229,21 +229,17 @@ fn punch_reclaimed(
     pending: &mut Vec<Reclaimed>,
 ) -> Result<()> {
     pending.sort_unstable_by_key(|r| (r.level.file_id, r.block));
-    let mut first = 0;
-    while first < pending.len() {
-        let start = &pending[first];
-        let mut count: u32 = 1;
-        while let Some(next) = pending.get(first + count as usize)
-            && next.level.file_id == start.level.file_id
-        {
-            assert!(next.block >= start.block + count, "a block is reclaimed once");
-            if next.block != start.block + count {
-                break;
-            }
-            count += 1;
-        }
-        policy.run(|| store.punch_blocks(&*start.level.file, start.block, count))?;
-        first += count as usize;
+    debug_assert!(
+        pending
+            .windows(2)
+            .all(|w| (w[0].level.file_id, w[0].block) < (w[1].level.file_id, w[1].block)),
+        "a block is reclaimed once"
+    );
+    for range in
+        pending.chunk_by(|a, b| a.level.file_id == b.level.file_id && b.block == a.block + 1)
+    {
+        let count = u32::try_from(range.len()).expect("a level has fewer than 2^32 blocks");
+        policy.run(|| store.punch_blocks(&*range[0].level.file, range[0].block, count))?;
     }
     pending.clear();
     Ok(())
