@@ -15,7 +15,8 @@ use std::borrow::Borrow;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
+use lamina_storage::arena::{Arena, key_prefix};
 use parking_lot::{RwLock, RwLockReadGuard};
 
 use crate::format::bloom::{Bloom, key_hash};
@@ -29,72 +30,14 @@ use crate::format::stats::LevelStats;
 pub const ENTRY_OVERHEAD_BYTES: u64 = 64;
 const HEADER: usize = 3;
 
-/// Largest arena chunk; a memtable's chunks are a 64th of its budget up to this (and at
-/// least [`ARENA_CHUNK_BYTES_MIN`]), so a chunk's unused tail stays a small share.
-pub const ARENA_CHUNK_BYTES_MAX: usize = 1 << 20;
-/// Smallest arena chunk.
-pub const ARENA_CHUNK_BYTES_MIN: usize = 4 << 10;
-
-/// Where a memtable's entries live (LevelDB's memtable `Arena`): chunks written front to
-/// back, each entry a reference-counted slice of one (`Bytes`). An insert allocates only
-/// when a chunk is used up, and dropping a frozen memtable frees whole chunks. Before it,
-/// each entry was its own allocation, made by the writer and freed by the flush thread:
-/// at 10M inserts the writer slept on the allocator's arena lock (held by the flush
-/// thread's frees) in 13,818 of its 14,405 futex waits, for up to 11 ms each (`perf record
-/// -e sched:sched_switch --call-graph dwarf`), and the frees were a third of the flush
-/// thread's time.
-#[derive(Debug)]
-struct Arena {
-    /// The unused rest of the current chunk (empty: none yet).
-    chunk: BytesMut,
-    chunk_bytes: usize,
-}
-
-impl Arena {
-    fn new(memtable_bytes_max: u64) -> Arena {
-        let share = usize::try_from(memtable_bytes_max / 64).unwrap_or(usize::MAX);
-        Arena {
-            chunk: BytesMut::new(),
-            chunk_bytes: share.clamp(ARENA_CHUNK_BYTES_MIN, ARENA_CHUNK_BYTES_MAX),
-        }
-    }
-
-    /// `len` bytes written by `fill` (which must append exactly `len`), as a slice of the
-    /// current chunk, or of a new one if it has less room left.
-    fn alloc(&mut self, len: usize, fill: impl FnOnce(&mut BytesMut)) -> Bytes {
-        debug_assert!(self.chunk.is_empty(), "every entry is split off its chunk");
-        if self.chunk.capacity() < len {
-            self.chunk = BytesMut::with_capacity(self.chunk_bytes.max(len));
-        }
-        let capacity = self.chunk.capacity();
-        fill(&mut self.chunk);
-        assert_eq!(self.chunk.len(), len, "an entry is as long as it was announced");
-        assert_eq!(self.chunk.capacity(), capacity, "an entry never moves its chunk");
-        self.chunk.split_to(len).freeze()
-    }
-}
-
-/// One entry, a slice of the arena (module documentation), with its key's first 8 bytes as
-/// an integer beside it: an insert compares its key with tens of entries on its way down
-/// the set, and reading each one's bytes for its key was a fifth of a writer's time at 10M
-/// inserts (`perf`: `Stored::cmp` and `memcmp`); the prefix decides almost every comparison
-/// without them.
+/// One entry, a slice of the arena (module documentation), with its key's prefix beside it
+/// ([`key_prefix`]: it decides almost every comparison without reading the entry).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Stored {
-    /// The key's first 8 bytes, big-endian, zero-padded ([`key_prefix`]).
+    /// [`key_prefix`] of the key.
     prefix: u64,
     /// The entry, in the memtable's arena.
     bytes: Bytes,
-}
-
-/// A key's first 8 bytes as a big-endian integer, zero-padded: keys whose prefixes differ
-/// are ordered as their prefixes are; equal prefixes need the bytes (a zero-padded key may
-/// equal a longer one's prefix).
-fn key_prefix(key: &[u8]) -> u64 {
-    let mut first = [0u8; 8];
-    let n = key.len().min(8);
-    first[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(first)
 }
 
 impl Stored {
@@ -153,10 +96,7 @@ impl Borrow<[u8]> for Stored {
 
 impl Ord for Stored {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        match self.prefix.cmp(&other.prefix) {
-            std::cmp::Ordering::Equal => self.key().cmp(other.key()),
-            unequal => unequal,
-        }
+        lamina_storage::arena::cmp_prefixed((self.prefix, self.key()), (other.prefix, other.key()))
     }
 }
 
@@ -391,34 +331,5 @@ mod tests {
         let from_b: Vec<&[u8]> =
             inner.range_from(std::ops::Bound::Included(&b"b"[..])).map(|e| e.key()).collect();
         assert_eq!(from_b, vec![&b"b"[..]]);
-    }
-
-    #[test]
-    fn entries_share_arena_chunks_and_a_large_one_gets_its_own() {
-        let mut arena = Arena::new(64 * ARENA_CHUNK_BYTES_MIN as u64);
-        assert_eq!(arena.chunk_bytes, ARENA_CHUNK_BYTES_MIN);
-        let value = [7u8; 100];
-        let entries: Vec<Stored> = (0..100u32)
-            .map(|i| {
-                let key = i.to_be_bytes();
-                Stored::new(&mut arena, &EntryRef::Insert { key: &key, value: &value })
-            })
-            .collect();
-        // 107 bytes each: 38 to a 4 KiB chunk, so entries 0 and 37 share one, 38 does not.
-        let start = |s: &Stored| s.bytes.as_ptr() as usize;
-        assert_eq!(start(&entries[37]) - start(&entries[0]), 37 * 107);
-        assert_ne!(start(&entries[38]), start(&entries[37]) + 107);
-        for (i, e) in entries.iter().enumerate() {
-            let key = u32::try_from(i).unwrap().to_be_bytes();
-            assert_eq!(e.entry(), EntryRef::Insert { key: &key, value: &value });
-        }
-        let big = vec![1u8; 3 * ARENA_CHUNK_BYTES_MIN];
-        let large = Stored::new(&mut arena, &EntryRef::Insert { key: b"k", value: &big });
-        assert_eq!(large.entry(), EntryRef::Insert { key: b"k", value: &big });
-        let after = Stored::new(&mut arena, &EntryRef::Delete { key: b"z", cancelled_len: 9 });
-        assert_eq!(after.entry(), EntryRef::Delete { key: b"z", cancelled_len: 9 });
-        // The memtable's chunks scale with its budget, within bounds.
-        assert_eq!(Arena::new(1 << 40).chunk_bytes, ARENA_CHUNK_BYTES_MAX);
-        assert_eq!(Arena::new(16 << 20).chunk_bytes, 256 << 10);
     }
 }

@@ -7,6 +7,7 @@
 //! - [`overlay`]: a directory read in place with every change kept in memory (`lamina verify`).
 //! - [`accounting`]: exact I/O counters ([`lamina_core::IoStats`]) kept by every backend.
 //! - [`device`]: device profiles turning accesses into modeled time (LA-tree Tables 2 and 5).
+//! - [`arena`]: the memtable arena of fdtree's and nbtree's in-memory levels.
 //! - [`block`]: the checksummed block format (`docs/format/block.md`).
 //! - [`bloom`]: the cache-line blocked Bloom filter of fdtree's levels and nbtree's d-trees.
 //! - [`superblock`]: crash-atomic commit of an engine's root state (two alternating slots).
@@ -29,6 +30,7 @@ compile_error!(
 );
 
 pub mod accounting;
+pub mod arena;
 pub mod backend;
 pub mod block;
 pub mod bloom;

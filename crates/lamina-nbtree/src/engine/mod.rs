@@ -108,7 +108,7 @@ impl NbTree {
         // A crash in the middle of a flush job recovers the state its last step committed.
         let recovered_mid_job =
             persistent && crate::verify::sizes_hold(&tree, fanout, sigma_bytes).is_err();
-        let active = Memtable::new();
+        let active = Memtable::new(sigma_bytes);
         let log = if persistent {
             let log_options = SegmentLogOptions {
                 segment_bytes: LOG_SEGMENT_BYTES,
@@ -130,13 +130,13 @@ impl NbTree {
                         return;
                     }
                     match record.op {
-                        RecordOp::Put { key, value } => active.apply(&key, Some(value)),
+                        RecordOp::Put { key, value } => active.apply(&key, Some(&value)),
                         RecordOp::Delete { key } => active.apply(&key, None),
                         RecordOp::Batch(ops) | RecordOp::BatchPart(ops) => {
                             for op in ops {
                                 match op {
                                     lamina_core::BatchOp::Put { key, value } => {
-                                        active.apply(&key, Some(value));
+                                        active.apply(&key, Some(&value));
                                     }
                                     lamina_core::BatchOp::Delete { key } => {
                                         active.apply(&key, None);

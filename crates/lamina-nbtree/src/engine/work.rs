@@ -87,7 +87,7 @@ impl Inner {
                 }
             }
         }
-        let active_bytes = self.published.read().active.bytes();
+        let active_bytes = self.published.read().active.fill_bytes();
         if active_bytes >= self.sigma_bytes || logged >= LOG_CHECKPOINT_SIGMAS * self.sigma_bytes {
             // Background: a writer never waits for the work lock (the thread may hold it
             // across a commit's syncs) while the active memtable may still grow: it freezes
@@ -124,7 +124,7 @@ impl Inner {
     pub fn rotate(&self, work: &mut Work) -> Result<()> {
         let due = {
             let active = self.published.read().active.clone();
-            active.bytes() >= self.sigma_bytes
+            active.fill_bytes() >= self.sigma_bytes
                 || self.counters.logged_bytes.load(Ordering::Relaxed)
                     >= LOG_CHECKPOINT_SIGMAS * self.sigma_bytes
         };
@@ -159,7 +159,8 @@ impl Inner {
             self.counters.logged_bytes.store(0, Ordering::Relaxed);
             return;
         }
-        let frozen = std::mem::replace(&mut published.active, Arc::new(Memtable::new()));
+        let frozen =
+            std::mem::replace(&mut published.active, Arc::new(Memtable::new(self.sigma_bytes)));
         published.version = Arc::new(Version {
             stree: published.version.stree.clone(),
             frozen: Some(frozen.clone()),

@@ -12,7 +12,7 @@ use lamina_storage::log::LogOp;
 use parking_lot::MutexGuard;
 
 use super::inner::{Inner, stripe_index};
-use crate::entry::{Slot, entry_bytes};
+use crate::entry::entry_bytes;
 use crate::memtable::Memtable;
 
 impl Inner {
@@ -23,7 +23,7 @@ impl Inner {
         let _stripe = self.stripe(key).lock();
         self.admit(true)?;
         let bytes = entry_bytes(key.len(), Some(value.len()));
-        self.apply(LogOp::Put { key, value }, |m| m.apply(key, Some(value.to_vec())))?;
+        self.apply(LogOp::Put { key, value }, |m| m.apply(key, Some(value)))?;
         self.counters
             .user_bytes_written
             .fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed);
@@ -61,7 +61,7 @@ impl Inner {
         match new {
             Some(value) => {
                 self.admit(true)?;
-                self.apply(LogOp::Put { key, value }, |m| m.apply(key, Some(value.to_vec())))?;
+                self.apply(LogOp::Put { key, value }, |m| m.apply(key, Some(value)))?;
                 let user = (key.len() + value.len()) as u64;
                 self.counters.user_bytes_written.fetch_add(user, Ordering::Relaxed);
                 self.finish_write(entry_bytes(key.len(), Some(value.len())))?;
@@ -88,13 +88,13 @@ impl Inner {
         let adds = batch.ops().iter().any(|op| matches!(op, BatchOp::Put { .. }));
         self.admit(adds)?;
         let mut bytes = 0;
-        let entries: Vec<(&[u8], Slot)> = batch
+        let entries: Vec<(&[u8], Option<&[u8]>)> = batch
             .ops()
             .iter()
             .map(|op| match op {
                 BatchOp::Put { key, value } => {
                     bytes += entry_bytes(key.len(), Some(value.len()));
-                    (key.as_slice(), Some(value.clone()))
+                    (key.as_slice(), Some(value.as_slice()))
                 }
                 BatchOp::Delete { key } => {
                     bytes += entry_bytes(key.len(), None);

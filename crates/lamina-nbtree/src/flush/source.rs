@@ -11,7 +11,7 @@ use lamina_core::Result;
 
 use crate::dtree::{DTree, DTreeCursor};
 use crate::entry::{Slot, entry_bytes};
-use crate::memtable::Memtable;
+use crate::memtable::{Entry, Memtable};
 use crate::stree::SNode;
 
 /// Entries the memtable source copies per visit of the map.
@@ -42,7 +42,7 @@ enum Kind {
     Memtable {
         table: Arc<Memtable>,
         next: Bound<Vec<u8>>,
-        buffer: VecDeque<Item>,
+        buffer: VecDeque<Entry>,
         done: bool,
     },
     DTrees {
@@ -167,16 +167,33 @@ impl Source {
                         Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
                         Bound::Unbounded => Bound::Unbounded,
                     };
-                    let more = table.range((start, high), MEMTABLE_BATCH);
-                    *done = more.len() < MEMTABLE_BATCH;
-                    if let Some((k, _)) = more.last() {
-                        *next = Bound::Excluded(k.clone());
+                    let before = buffer.len();
+                    table.range_into((start, high), MEMTABLE_BATCH, buffer);
+                    *done = buffer.len() - before < MEMTABLE_BATCH;
+                    if let Some(last) = buffer.back() {
+                        *next = Bound::Excluded(last.key().to_vec());
                     }
-                    buffer.extend(more);
                 }
-                match buffer.pop_front() {
-                    Some(item) => self.head = item,
-                    None => return Ok(false),
+                let Some(entry) = buffer.pop_front() else { return Ok(false) };
+                // Into the head's buffers: no allocation per entry once they are grown.
+                self.head.0.clear();
+                self.head.0.extend_from_slice(entry.key());
+                match entry.value() {
+                    Some(v) => {
+                        let mut value = self
+                            .head
+                            .1
+                            .take()
+                            .unwrap_or_else(|| std::mem::take(&mut self.spare_value));
+                        value.clear();
+                        value.extend_from_slice(v);
+                        self.head.1 = Some(value);
+                    }
+                    None => {
+                        if let Some(value) = self.head.1.take() {
+                            self.spare_value = value;
+                        }
+                    }
                 }
             }
             Kind::DTrees { parts, low, cursor } => loop {
