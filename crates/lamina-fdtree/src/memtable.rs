@@ -96,7 +96,8 @@ impl Borrow<[u8]> for Stored {
 
 impl Ord for Stored {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        lamina_storage::arena::cmp_prefixed((self.prefix, self.key()), (other.prefix, other.key()))
+        // The keys are read only when the prefixes tie.
+        self.prefix.cmp(&other.prefix).then_with(|| self.key().cmp(other.key()))
     }
 }
 

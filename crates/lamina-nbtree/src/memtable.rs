@@ -13,7 +13,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
-use lamina_storage::arena::{Arena, cmp_prefixed, key_prefix};
+use lamina_storage::arena::{Arena, key_prefix};
 use parking_lot::RwLock;
 
 use crate::entry::{Slot, entry_bytes};
@@ -81,7 +81,8 @@ impl Borrow<[u8]> for Entry {
 
 impl Ord for Entry {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        cmp_prefixed((self.prefix, self.key()), (other.prefix, other.key()))
+        // The keys are read only when the prefixes tie.
+        self.prefix.cmp(&other.prefix).then_with(|| self.key().cmp(other.key()))
     }
 }
 

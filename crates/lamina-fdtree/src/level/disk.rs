@@ -319,4 +319,20 @@ mod tests {
         let err = view.lookup_in_tail(&store, 5, &[1, 7]).unwrap_err();
         assert!(err.to_string().contains("past the block being written"), "{err}");
     }
+
+    /// An `L_0` run's filter is sized at the run's bits per key, a level's at the
+    /// configured bits (`options.rs`, `RUN_BLOOM_EXTRA_BITS_PER_KEY`).
+    #[test]
+    fn a_runs_filter_has_more_bits_than_a_levels() {
+        let params = FdTreeOptions::default().params().unwrap();
+        let store = BlockStore::new(Arc::new(MemoryStorage::new()), &params);
+        let filter_bytes = |label: usize, id: u32| {
+            let file = store.create(id, FileKind::Level).unwrap();
+            let w =
+                LevelWriter::new(&store, &params, label, id, file, 102_400, Visibility::Private);
+            w.view().index.read().bloom().memory_bytes()
+        };
+        let (run, level) = (filter_bytes(0, 1), filter_bytes(1, 2));
+        assert_eq!(run * 10, level * 16, "run {run} bytes, level {level} bytes");
+    }
 }

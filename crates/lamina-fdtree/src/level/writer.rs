@@ -141,7 +141,7 @@ impl LevelWriter {
         keys_max: u64,
         visibility: Visibility,
     ) -> Self {
-        let index = LevelIndex::new(keys_max, params.bloom_bits_per_key);
+        let index = LevelIndex::new(keys_max, params.bloom_bits_per_key_of(label));
         let bloom = index.bloom().clone();
         LevelWriter {
             label,
