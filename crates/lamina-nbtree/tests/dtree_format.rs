@@ -33,7 +33,21 @@ fn write(
     model: &Model,
     step: u64,
 ) -> DTreeWriter {
-    let mut w = DTreeWriter::create(Arc::clone(storage), id, p, model.len() as u64).unwrap();
+    write_batched(storage, id, p, model, step, 1)
+}
+
+/// [`write`] with pushes that gather `batch` pages before writing them.
+fn write_batched(
+    storage: &Arc<dyn Storage>,
+    id: u64,
+    p: DTreeParams,
+    model: &Model,
+    step: u64,
+    batch: u64,
+) -> DTreeWriter {
+    let mut w = DTreeWriter::create(Arc::clone(storage), id, p, model.len() as u64)
+        .unwrap()
+        .with_write_batch_pages(batch);
     for (k, v) in model {
         let bound = w.push_pages_max();
         let (pages, io) = (w.pages_written(), storage.io_stats());
@@ -109,10 +123,11 @@ proptest! {
         probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 1..24), 0..12),
         page_shift in 0u32..4,
         step in 1u64..6,
+        batch in 1u64..6,
     ) {
         let page = 512 << (page_shift * 2);
         let storage = memory(page);
-        let w = write(&storage, 7, params(page), &model, step);
+        let w = write_batched(&storage, 7, params(page), &model, step, batch);
         let written = w.into_dtree().unwrap();
         check_tree(&written, &model, &probes);
         let opened = DTree::open(Arc::clone(&storage), 7).unwrap();

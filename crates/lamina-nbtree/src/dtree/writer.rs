@@ -115,6 +115,9 @@ pub struct DTreeWriter {
     footer: Option<Footer>,
     /// An I/O error happened: the file is in an unknown state, nothing more is written.
     failed: bool,
+    /// A push writes the pending pages once this many have gathered (1: each node as soon
+    /// as it is closed).
+    write_batch_pages: u64,
 }
 
 impl fmt::Debug for DTreeWriter {
@@ -177,7 +180,21 @@ impl DTreeWriter {
             bloom_section: None,
             footer: None,
             failed: false,
+            write_batch_pages: 1,
         })
+    }
+
+    /// Lets pushes gather up to `pages` pending pages before writing them in one call
+    /// (default 1: every node is written as soon as it is closed, which the per-insert page
+    /// bound of `Deamortization::Foreground` counts on). The background flush thread batches:
+    /// at 10M inserts one `pwrite` per 4 KiB leaf was a fifth of its time, most of it the
+    /// cost of the call rather than of the copy. [`DTreeWriter::finish_step`] writes what is
+    /// left; [`DTreeWriter::push_pages_max`] counts the batch.
+    #[must_use]
+    pub fn with_write_batch_pages(mut self, pages: u64) -> DTreeWriter {
+        assert!(pages >= 1, "a batch is at least one page");
+        self.write_batch_pages = pages;
+        self
     }
 
     /// Appends an entry (keys strictly ascending); full nodes are written at once.
@@ -204,7 +221,11 @@ impl DTreeWriter {
         self.bytes += entry_bytes(key.len(), value.map(<[u8]>::len));
         self.last_key.clear();
         self.last_key.extend_from_slice(key);
-        self.write_pending(u64::MAX)?;
+        let pending_pages =
+            (self.pending.len() - self.pending_written) as u64 / u64::from(self.params.page_bytes);
+        if pending_pages >= self.write_batch_pages {
+            self.write_pending(u64::MAX)?;
+        }
         Ok(())
     }
 
@@ -225,10 +246,12 @@ impl DTreeWriter {
 
     /// Most pages the next [`DTreeWriter::push`] may write: a leaf, and an internal node on
     /// each level the closing of the leaf below fills (at most one per level; the tree grows
-    /// by at most one level per push).
+    /// by at most one level per push), and the pages a batch held back before them.
     pub fn push_pages_max(&self) -> u64 {
         let page = self.params.page_bytes;
-        leaf_pages_max(page) + self.internal.len() as u64 * internal_pages_max(page)
+        (self.write_batch_pages - 1)
+            + leaf_pages_max(page)
+            + self.internal.len() as u64 * internal_pages_max(page)
     }
 
     /// An upper bound on the pages [`DTreeWriter::finish_step`] still has to write (the

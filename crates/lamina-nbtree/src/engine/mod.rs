@@ -30,7 +30,9 @@ use crate::persist::{self, LOG_FILE_PREFIX};
 use crate::stree::STree;
 pub use inner::STRIPES;
 use inner::{Counters, Inner, Published, Version, Work};
-pub use work::{BACKGROUND_STEP_PAGES, HELP_SLACK_PAGES, LOG_CHECKPOINT_SIGMAS};
+pub use work::{
+    BACKGROUND_STEP_PAGES, BACKGROUND_WRITE_BATCH_PAGES, HELP_SLACK_PAGES, LOG_CHECKPOINT_SIGMAS,
+};
 
 /// Write buffer of the log.
 const LOG_BUFFER_BYTES: usize = 1 << 20;
@@ -161,6 +163,10 @@ impl NbTree {
             },
             next_id: Arc::new(AtomicU64::new(next_dtree_id)),
             pages_written: Arc::new(AtomicU64::new(0)),
+            write_batch_pages: match options.deamortization {
+                Deamortization::Foreground => 1,
+                Deamortization::Background => BACKGROUND_WRITE_BATCH_PAGES,
+            },
         };
         let replayed = active.bytes();
         let version = Arc::new(Version { stree: Arc::new(tree.clone()), frozen: None });

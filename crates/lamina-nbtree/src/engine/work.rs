@@ -25,6 +25,9 @@ use crate::persist::manifest_of;
 
 /// Pages the background thread writes per step (it releases the work lock between steps).
 pub const BACKGROUND_STEP_PAGES: u64 = 32;
+/// Pages the background thread's d-tree writers gather before writing them in one call
+/// (`DTreeWriter::with_write_batch_pages`; half a step, so a step still writes).
+pub const BACKGROUND_WRITE_BATCH_PAGES: u64 = 16;
 /// How far (pages) the background job may fall behind its credit before writers help.
 pub const HELP_SLACK_PAGES: u64 = 256;
 /// Most pages one write helps with (`Deamortization::Background`): help is bounded; a job

@@ -44,6 +44,8 @@ pub struct WriterContext {
     pub next_id: Arc<AtomicU64>,
     /// Pages written by every d-tree writer of the tree (deterministic; tests assert on it).
     pub pages_written: Arc<AtomicU64>,
+    /// Pages a d-tree writer gathers before it writes them (`DTreeWriter::with_write_batch_pages`).
+    pub write_batch_pages: u64,
 }
 
 /// One new d-tree.
@@ -253,12 +255,15 @@ fn push(sink: &mut Sink, key: &[u8], slot: Option<&[u8]>) -> Result<()> {
     if sink.writers[target].is_none() {
         // Both outputs stay open until the end; each is written sequentially.
         let id = sink.context.next_id.fetch_add(1, Ordering::Relaxed);
-        sink.writers[target] = Some(DTreeWriter::create(
-            sink.context.storage.clone(),
-            id,
-            sink.context.params,
-            sink.keys_max,
-        )?);
+        sink.writers[target] = Some(
+            DTreeWriter::create(
+                sink.context.storage.clone(),
+                id,
+                sink.context.params,
+                sink.keys_max,
+            )?
+            .with_write_batch_pages(sink.context.write_batch_pages),
+        );
         sink.outputs[target].first_key = Some(key.to_vec());
     }
     let writer = sink.writers[target].as_mut().expect("created above");
