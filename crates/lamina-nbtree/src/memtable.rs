@@ -254,4 +254,23 @@ mod tests {
         assert!(m.range((Bound::Excluded(b"c"), Bound::Excluded(b"b")), 10).is_empty());
         assert_eq!(m.range((Bound::Included(b"a"), Bound::Included(b"a")), 5).len(), 1);
     }
+
+    /// Keys whose 8-byte prefixes tie (a zero-padded short key, a longer one) are ordered
+    /// by their bytes.
+    #[test]
+    fn keys_with_equal_prefixes_order_by_their_bytes() {
+        let m = Memtable::new(1 << 20);
+        let keys: [&[u8]; 5] = [b"abcdefgh\x00", b"abcdefg", b"abcdefgh", b"abcdefg\x00", b"b"];
+        for k in keys {
+            m.apply(k, Some(k));
+        }
+        let got: Vec<Vec<u8>> =
+            m.range((Bound::Unbounded, Bound::Unbounded), 10).into_iter().map(|(k, _)| k).collect();
+        let mut want: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
+        want.sort();
+        assert_eq!(got, want);
+        for k in keys {
+            assert_eq!(m.get(k), Some(Some(k.to_vec())));
+        }
+    }
 }
