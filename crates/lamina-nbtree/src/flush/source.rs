@@ -178,23 +178,11 @@ impl Source {
                 // Into the head's buffers: no allocation per entry once they are grown.
                 self.head.0.clear();
                 self.head.0.extend_from_slice(entry.key());
-                match entry.value() {
-                    Some(v) => {
-                        let mut value = self
-                            .head
-                            .1
-                            .take()
-                            .unwrap_or_else(|| std::mem::take(&mut self.spare_value));
-                        value.clear();
-                        value.extend_from_slice(v);
-                        self.head.1 = Some(value);
-                    }
-                    None => {
-                        if let Some(value) = self.head.1.take() {
-                            self.spare_value = value;
-                        }
-                    }
-                }
+                let mut value = take_value_buffer(&mut self.head, &mut self.spare_value);
+                value.clear();
+                value.extend_from_slice(entry.value().unwrap_or_default());
+                let is_put = entry.value().is_some();
+                keep_value_buffer(&mut self.head, &mut self.spare_value, value, is_put);
             }
             Kind::DTrees { parts, low, cursor } => loop {
                 if cursor.is_none() {
@@ -202,15 +190,10 @@ impl Source {
                     *cursor = Some(part_cursor(&part, low.as_deref())?);
                 }
                 let (c, skip) = cursor.as_mut().expect("set above");
-                let mut value =
-                    self.head.1.take().unwrap_or_else(|| std::mem::take(&mut self.spare_value));
+                let mut value = take_value_buffer(&mut self.head, &mut self.spare_value);
                 match c.next_into(&mut self.head.0, &mut value)? {
                     Some(is_put) => {
-                        if is_put {
-                            self.head.1 = Some(value);
-                        } else {
-                            self.spare_value = value;
-                        }
+                        keep_value_buffer(&mut self.head, &mut self.spare_value, value, is_put);
                         if skip.take().is_some_and(|s| s == self.head.0) {
                             continue;
                         }
@@ -224,6 +207,21 @@ impl Source {
             },
         }
         Ok(self.high.as_deref().is_none_or(|h| self.head.0.as_slice() < h))
+    }
+}
+
+/// The head's value buffer, or the spare one, to be refilled: the buffers move between the
+/// head and the spare, so a stream allocates only while they grow.
+fn take_value_buffer(head: &mut Item, spare: &mut Vec<u8>) -> Vec<u8> {
+    head.1.take().unwrap_or_else(|| std::mem::take(spare))
+}
+
+/// Gives a refilled buffer back: the head's value for a put, the spare for a delete.
+fn keep_value_buffer(head: &mut Item, spare: &mut Vec<u8>, value: Vec<u8>, is_put: bool) {
+    if is_put {
+        head.1 = Some(value);
+    } else {
+        *spare = value;
     }
 }
 
