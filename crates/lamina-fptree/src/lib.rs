@@ -23,6 +23,7 @@ pub mod layout;
 pub mod leaf;
 mod microlog;
 mod recovery;
+mod recovery_records;
 mod split;
 mod store;
 mod tree;

@@ -2,7 +2,8 @@
 //! (Algorithms 4, 7, 11, 13), the leaf list is walked and checked, blobs leaked by an
 //! interrupted insert, update or delete are freed (Algorithm 17), empty leaves left by an
 //! interrupted delete are removed, the leaf-group state is rebuilt, leaf locks are reset, and
-//! the inner nodes are rebuilt from the leaves (`InnerIndex::build`).
+//! the inner nodes are rebuilt from the leaves (`InnerIndex::build`). The list is followed
+//! here; each leaf's records are checked on several threads (`crate::recovery_records`).
 //!
 //! Corruption detection: every leaf on the list must be a leaf (magic, a block or a group slot
 //! of the right size, no cycle), every valid slot must name an allocated record blob whose
@@ -15,7 +16,6 @@ use lamina_core::codec::{Decode, Encode};
 use lamina_core::{Error, Result};
 use lamina_storage::pmem::{PPtr, PmemAllocator, PmemRegion};
 
-use crate::fingerprint::fingerprint;
 use crate::groups::{GROUP_HEADER_BYTES, GroupState};
 use crate::inner::{InnerIndex, LeafId};
 use crate::layout::{
@@ -25,6 +25,7 @@ use crate::layout::{
 };
 use crate::leaf::{FULL_BITMAP, LEAF_BYTES, LEAF_MAGIC, LEAF_SLOTS};
 use crate::microlog::{log_pointer, set_log_pointer};
+use crate::recovery_records::ChunkMarks;
 use crate::store::Store;
 
 /// What opening a tree did.
@@ -175,20 +176,21 @@ impl<R: PmemRegion + ?Sized> Store<R> {
     }
 
     /// Walks and checks the leaf list (Algorithm 9 line 8's traversal, Algorithm 17's loop):
-    /// resets every leaf lock, and frees or resets the blobs invalid slots still name.
+    /// resets every leaf lock, and frees or resets the blobs invalid slots still name. The
+    /// list is followed on this thread (each leaf's place, magic and bitmap); the records are
+    /// checked on several (`recovery_records`).
     fn walk_leaves(&self, groups: &[u64], report: &mut RecoveryReport) -> Result<Vec<Walked>> {
         let path = self.path();
         let corrupt = |at: u64, why: String| Error::corruption(&path, at, why);
-        let leaves_max = self.alloc.header().layout.region_bytes / LEAF_BYTES;
-        let mut visited = HashSet::new();
-        let mut named = HashSet::new();
-        let mut strays = Vec::new();
-        let mut walked: Vec<Walked> = Vec::new();
-        let mut prev_max: Option<Vec<u8>> = None;
+        let layout = self.alloc.header().layout;
+        let leaves_max = layout.region_bytes / LEAF_BYTES;
+        let mut visited = ChunkMarks::new(layout.chunk_count);
+        let mut leaves: Vec<(u64, u64)> = Vec::new();
         let mut next = Some(self.pptr(self.head));
         while let Some(pptr) = next {
             let leaf = self.leaf_at(pptr)?;
-            if walked.len() as u64 >= leaves_max || !visited.insert(leaf.at) {
+            let chunk = layout.chunk_containing(leaf.at);
+            if leaves.len() as u64 >= leaves_max || !chunk.is_some_and(|c| visited.mark(c)) {
                 return Err(corrupt(leaf.at, "the leaf list has a cycle".into()));
             }
             self.check_leaf_home(leaf.at, groups)?;
@@ -202,45 +204,26 @@ impl<R: PmemRegion + ?Sized> Store<R> {
                     format!("bitmap {bitmap:#x} has bits past the slots"),
                 ));
             }
-            let fingerprints = leaf.fingerprints();
-            let mut keys = Vec::new();
-            for (slot, &slot_fingerprint) in fingerprints.iter().enumerate() {
-                let p = leaf.slot(slot);
-                if bitmap & (1 << slot) == 0 {
-                    if !p.is_null() {
-                        strays.push((leaf.slot_at(slot), p));
-                    }
-                    continue;
-                }
-                if p.is_null() {
-                    return Err(corrupt(leaf.slot_at(slot), "a valid slot is null".into()));
-                }
-                let (key, _) = self.read_record(p)?;
-                if slot_fingerprint != fingerprint(&key) {
-                    return Err(corrupt(leaf.at, format!("slot {slot}: fingerprint mismatch")));
-                }
-                if !named.insert(p.offset) {
-                    return Err(corrupt(p.offset, "a blob is named by two valid slots".into()));
-                }
-                keys.push(key);
-            }
-            keys.sort_unstable();
-            if keys.windows(2).any(|w| w[0] == w[1]) {
-                return Err(corrupt(leaf.at, "a key appears twice in a leaf".into()));
-            }
-            if let (Some(max), Some(min)) = (&prev_max, keys.first())
-                && max >= min
-            {
-                return Err(corrupt(leaf.at, "leaves out of key order".into()));
-            }
-            report.records += keys.len();
-            if let Some(max) = keys.last() {
-                prev_max = Some(max.clone());
-            }
-            leaf.reset_version(0); // Algorithm 9: leaf locks are reset
-            walked.push(Walked { at: leaf.at, bitmap, min_key: keys.into_iter().next() });
+            leaves.push((leaf.at, bitmap));
             let n = leaf.next();
             next = (!n.is_null()).then_some(n);
+        }
+        let (checked, named) = self.check_leaf_records(&leaves)?;
+        let mut walked: Vec<Walked> = Vec::with_capacity(leaves.len());
+        let mut strays = Vec::new();
+        let mut prev_max: Option<Vec<u8>> = None;
+        for (&(at, bitmap), leaf) in leaves.iter().zip(checked) {
+            if let (Some(max), Some(min)) = (&prev_max, &leaf.min_key)
+                && max >= min
+            {
+                return Err(corrupt(at, "leaves out of key order".into()));
+            }
+            report.records += leaf.records;
+            if leaf.max_key.is_some() {
+                prev_max = leaf.max_key;
+            }
+            strays.extend(leaf.strays);
+            walked.push(Walked { at, bitmap, min_key: leaf.min_key });
         }
         self.free_strays(strays, &named, report)?;
         Ok(walked)
@@ -273,12 +256,13 @@ impl<R: PmemRegion + ?Sized> Store<R> {
     fn free_strays(
         &self,
         strays: Vec<(u64, PPtr)>,
-        named: &HashSet<u64>,
+        named: &ChunkMarks,
         report: &mut RecoveryReport,
     ) -> Result<()> {
         let mut freed = HashSet::new();
         for (slot_at, p) in strays {
-            if named.contains(&p.offset) || freed.contains(&p.offset) {
+            let chunk = self.alloc.header().layout.chunk_at(p.offset);
+            if chunk.is_some_and(|c| named.contains(c)) || freed.contains(&p.offset) {
                 PPtr::NULL.write_to(self.region(), slot_at)?;
                 self.region().persist(slot_at, PPtr::ENCODED_BYTES)?;
                 self.region().fence();

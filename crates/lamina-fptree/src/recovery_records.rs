@@ -1,0 +1,264 @@
+//! The record check of recovery (Algorithm 9 line 8's traversal, Algorithm 17's loop), run on
+//! several threads: every valid slot of every leaf names an allocated record blob whose
+//! checksum holds and whose fingerprint matches; a blob is named by one valid slot; a leaf
+//! holds a key once. The keys' order across leaves is checked by the caller from each leaf's
+//! smallest and largest key.
+//!
+//! Why threads and a chunk bitmap: open is the paper's recovery, whose point is to be much
+//! faster than rebuilding the tree (section 6.1, Figure 7 right: 50x and more), and lamina
+//! also reads and checks every record at open (a damaged region is `Corruption`, never wrong
+//! data). A record costs one cache miss (its blob) plus a checksum; the leaves are split in
+//! contiguous ranges, one per thread; the lines of the next leaves and of a leaf's blobs are
+//! asked for (prefetched) before they are read, so their misses overlap; and "named by one
+//! valid slot" is a bit per allocator chunk (a bit found set is a blob named twice), in
+//! place of a hash set of offsets that cost as much as the reads.
+
+use lamina_core::{Error, Result};
+use lamina_storage::pmem::{PPtr, PmemRegion};
+use lamina_storage::prefetch::prefetch_read;
+
+use crate::blob::{BLOB_HEADER_BYTES, BlobHeader, decode_blob};
+use crate::fingerprint::fingerprint;
+use crate::leaf::{LEAF_BYTES, LEAF_SLOTS, bits};
+use crate::store::Store;
+
+/// Most threads recovery uses.
+pub const RECOVERY_THREADS_MAX: usize = 8;
+/// Leaves between the one checked and the one whose lines are asked for.
+const LEAVES_PREFETCHED_AHEAD: usize = 2;
+/// Fewest leaves worth a thread of their own (below, one thread checks them all).
+pub const RECOVERY_LEAVES_PER_THREAD_MIN: usize = 1024;
+
+/// One bit per allocator chunk.
+pub(crate) struct ChunkMarks {
+    words: Vec<u64>,
+}
+
+impl ChunkMarks {
+    pub(crate) fn new(chunk_count: u64) -> Self {
+        let words = usize::try_from(chunk_count.div_ceil(64)).expect("chunk bitmap fits memory");
+        ChunkMarks { words: vec![0; words] }
+    }
+
+    /// Sets the bit of `chunk`; false if it was set already.
+    pub(crate) fn mark(&mut self, chunk: u64) -> bool {
+        let bit = 1u64 << (chunk % 64);
+        let word = &mut self.words[(chunk / 64) as usize];
+        let fresh = *word & bit == 0;
+        *word |= bit;
+        fresh
+    }
+
+    pub(crate) fn contains(&self, chunk: u64) -> bool {
+        self.words[(chunk / 64) as usize] & (1u64 << (chunk % 64)) != 0
+    }
+
+    /// Adds `other`'s marks; a chunk marked in both is returned (and nothing is added).
+    fn absorb(&mut self, other: &ChunkMarks) -> std::result::Result<(), u64> {
+        assert_eq!(self.words.len(), other.words.len());
+        for (i, (mine, theirs)) in self.words.iter_mut().zip(&other.words).enumerate() {
+            let both = *mine & *theirs;
+            if both != 0 {
+                return Err(i as u64 * 64 + u64::from(both.trailing_zeros()));
+            }
+            *mine |= *theirs;
+        }
+        Ok(())
+    }
+}
+
+/// What the check found in one leaf.
+pub(crate) struct LeafRecordsChecked {
+    pub min_key: Option<Vec<u8>>,
+    pub max_key: Option<Vec<u8>>,
+    pub records: usize,
+    /// Invalid slots that still name a blob: (slot offset, pointer).
+    pub strays: Vec<(u64, PPtr)>,
+}
+
+/// A thread's reusable buffers.
+#[derive(Default)]
+struct Scratch {
+    blob: Vec<u8>,
+    keys: Vec<u8>,
+    /// Each key's start and length in `keys`, and its fingerprint.
+    spans: Vec<(u32, u32, u8)>,
+}
+
+impl<R: PmemRegion + ?Sized> Store<R> {
+    /// Checks the records of `leaves` (offset and bitmap, in list order) on up to
+    /// [`RECOVERY_THREADS_MAX`] threads; returns what each leaf holds and the chunks of every
+    /// blob a valid slot names. The first error in list order is returned (each thread stops
+    /// at its first). Each thread marks its own bitmap (an atomic `or` per record serialized
+    /// the blobs' cache misses), merged after.
+    pub(crate) fn check_leaf_records(
+        &self,
+        leaves: &[(u64, u64)],
+    ) -> Result<(Vec<LeafRecordsChecked>, ChunkMarks)> {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let threads = cores
+            .min(RECOVERY_THREADS_MAX)
+            .min(leaves.len() / RECOVERY_LEAVES_PER_THREAD_MIN)
+            .max(1);
+        if threads == 1 {
+            return self.check_leaf_range(leaves);
+        }
+        let per_thread = leaves.len().div_ceil(threads);
+        let parts: Vec<Result<(Vec<LeafRecordsChecked>, ChunkMarks)>> =
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = leaves
+                    .chunks(per_thread)
+                    .map(|range| {
+                        std::thread::Builder::new()
+                            .name("fptree-recovery".into())
+                            .spawn_scoped(scope, move || self.check_leaf_range(range))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| match h {
+                        Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                        Err(e) => Err(Error::io("starting a recovery thread", e)),
+                    })
+                    .collect()
+            });
+        let mut out = Vec::with_capacity(leaves.len());
+        let mut named: Option<ChunkMarks> = None;
+        for part in parts {
+            let (checked, marks) = part?;
+            out.extend(checked);
+            match &mut named {
+                None => named = Some(marks),
+                Some(named) => named.absorb(&marks).map_err(|chunk| {
+                    let offset = self.alloc.header().layout.chunk_offset(chunk);
+                    Error::corruption(self.path(), offset, "a blob is named by two valid slots")
+                })?,
+            }
+        }
+        Ok((out, named.expect("at least one thread")))
+    }
+
+    fn check_leaf_range(
+        &self,
+        leaves: &[(u64, u64)],
+    ) -> Result<(Vec<LeafRecordsChecked>, ChunkMarks)> {
+        let mut scratch = Scratch::default();
+        let mut named = ChunkMarks::new(self.alloc.header().layout.chunk_count);
+        let mut out = Vec::with_capacity(leaves.len());
+        for (i, &(at, bitmap)) in leaves.iter().enumerate() {
+            if let Some(&(ahead, _)) = leaves.get(i + LEAVES_PREFETCHED_AHEAD) {
+                self.prefetch_leaf(ahead);
+            }
+            out.push(self.check_leaf(at, bitmap, &mut named, &mut scratch)?);
+        }
+        Ok((out, named))
+    }
+
+    /// Asks for the lines of the leaf at `at` that the check reads (bitmap, fingerprints,
+    /// slots), so that its misses overlap the work on the leaves before it.
+    fn prefetch_leaf(&self, at: u64) {
+        let words = self.region().words();
+        for line_at in (at..at + LEAF_BYTES).step_by(64) {
+            if let Some(word) = words.get((line_at / 8) as usize) {
+                prefetch_read(std::ptr::from_ref(word).cast());
+            }
+        }
+    }
+
+    fn check_leaf(
+        &self,
+        at: u64,
+        bitmap: u64,
+        named: &mut ChunkMarks,
+        scratch: &mut Scratch,
+    ) -> Result<LeafRecordsChecked> {
+        let path = self.path();
+        let corrupt = |at: u64, why: String| Error::corruption(&path, at, why);
+        let layout = self.alloc.header().layout;
+        let leaf = self.leaf(at);
+        let fingerprints = leaf.fingerprints();
+        scratch.keys.clear();
+        scratch.spans.clear();
+        let mut strays = Vec::new();
+        let mut valid = [(0usize, PPtr::NULL); LEAF_SLOTS];
+        let mut valid_count = 0;
+        for slot in 0..LEAF_SLOTS {
+            let p = leaf.slot(slot);
+            if bitmap & (1 << slot) == 0 {
+                if !p.is_null() {
+                    strays.push((leaf.slot_at(slot), p));
+                }
+                continue;
+            }
+            // The blobs' cache misses overlap: each is asked for before any is read.
+            if let Some(word) = self.region().words().get((p.offset / 8) as usize) {
+                prefetch_read(std::ptr::from_ref(word).cast());
+            }
+            valid[valid_count] = (slot, p);
+            valid_count += 1;
+        }
+        for &(slot, p) in &valid[..valid_count] {
+            if p.is_null() {
+                return Err(corrupt(leaf.slot_at(slot), "a valid slot is null".into()));
+            }
+            let key = self.read_blob_key(p, &mut scratch.blob)?;
+            if fingerprints[slot] != fingerprint(key) {
+                return Err(corrupt(at, format!("slot {slot}: fingerprint mismatch")));
+            }
+            let chunk = layout.chunk_at(p.offset).expect("block_of checked the pointer");
+            if !named.mark(chunk) {
+                return Err(corrupt(p.offset, "a blob is named by two valid slots".into()));
+            }
+            let start = u32::try_from(scratch.keys.len()).expect("48 keys of 1 KiB");
+            scratch.keys.extend_from_slice(key);
+            scratch.spans.push((start, key.len() as u32, fingerprints[slot]));
+        }
+        let Scratch { keys, spans, .. } = scratch;
+        let key_of =
+            |&(start, len, _): &(u32, u32, u8)| &keys[start as usize..(start + len) as usize];
+        // A key twice: only keys with equal fingerprints can be equal (section 4.2), so the
+        // pairs compared are few (48 keys over 256 fingerprints); no sort.
+        let mut fingerprints_seen = [0u64; 4];
+        for (i, a) in spans.iter().enumerate() {
+            let (word, bit) = (usize::from(a.2 / 64), 1u64 << (a.2 % 64));
+            if fingerprints_seen[word] & bit != 0
+                && spans[..i].iter().any(|b| b.2 == a.2 && key_of(b) == key_of(a))
+            {
+                return Err(corrupt(at, "a key appears twice in a leaf".into()));
+            }
+            fingerprints_seen[word] |= bit;
+        }
+        let min = spans.iter().min_by(|a, b| key_of(a).cmp(key_of(b)));
+        let max = spans.iter().max_by(|a, b| key_of(a).cmp(key_of(b)));
+        debug_assert_eq!(spans.len(), bits(bitmap).count());
+        let version = leaf.version();
+        if !version.is_multiple_of(2) {
+            // Algorithm 9: leaf locks are reset. Only a held lock (an odd version) is: any
+            // even version is a free lock, and a store to every leaf would take a write fault
+            // on each leaf's page of a mapped file, waiting for any writeback of the page,
+            // and make the kernel write the pages again.
+            leaf.reset_version(version.wrapping_add(1));
+        }
+        Ok(LeafRecordsChecked {
+            min_key: min.map(|s| key_of(s).to_vec()),
+            max_key: max.map(|s| key_of(s).to_vec()),
+            records: spans.len(),
+            strays,
+        })
+    }
+
+    /// Reads the blob `p` names into `buf` and checks it (block, header, checksum); returns
+    /// its key, a slice of `buf`.
+    fn read_blob_key<'b>(&self, p: PPtr, buf: &'b mut Vec<u8>) -> Result<&'b [u8]> {
+        self.read_miss();
+        let (offset, block_bytes) = self.alloc.block_of(p)?;
+        let mut header = [0u8; BLOB_HEADER_BYTES];
+        self.region().read(offset, &mut header)?;
+        let parsed =
+            BlobHeader::decode(&header, block_bytes).map_err(|e| e.at(&self.path(), offset))?;
+        buf.resize(BLOB_HEADER_BYTES + parsed.key_len + parsed.value_len, 0);
+        self.region().read(offset, buf)?;
+        let (key, _) = decode_blob(buf, block_bytes).map_err(|e| e.at(&self.path(), offset))?;
+        Ok(key)
+    }
+}
