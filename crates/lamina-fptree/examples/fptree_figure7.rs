@@ -4,8 +4,12 @@
 //!
 //! `cargo run --release -p lamina-fptree --example fptree_figure7 -- [--keys N] [--ops N]
 //!  [--latencies 0,160,650] [--threads 1,2] [--runs 3] [--recovery-keys 1000000,...]
-//!  [--value-bytes 8] [--fill-engine N] [--dir PATH]`
+//!  [--value-bytes 8] [--records inline,blob] [--fill-engine N] [--dir PATH]`
 //!
+//! - Records: `inline` is the paper's fixed-size case (8-byte keys and values in the leaf
+//!   slots, `FpTreeConfig::inline_records`; Figure 7's fixed-size runs), `blob` the
+//!   variable-size layout lamina's engine uses (every record a checksummed blob allocated
+//!   through the logged persistent allocator). Each part runs once per layout.
 //! - Throughput: a tree over a region file (`MmapRegion`, no `msync`: persists are cache-line
 //!   flushes plus the emulated write latency per line) is warmed with `--keys` random 8-byte
 //!   keys at 0 ns, reopened with the latency under test (`latency_ns_per_line` for writes,
@@ -42,6 +46,8 @@ struct Args {
     runs: usize,
     recovery_keys: Vec<u64>,
     value_bytes: usize,
+    /// Record layouts to run: `true` = inline.
+    records: Vec<bool>,
     fill_engine: u64,
     dir: PathBuf,
 }
@@ -59,6 +65,7 @@ fn args() -> Args {
         runs: 3,
         recovery_keys: vec![1_000_000],
         value_bytes: 8,
+        records: vec![true, false],
         fill_engine: 0,
         dir: std::env::temp_dir(),
     };
@@ -73,12 +80,35 @@ fn args() -> Args {
             "--runs" => a.runs = v.parse().expect("runs"),
             "--recovery-keys" => a.recovery_keys = parse_list(&v),
             "--value-bytes" => a.value_bytes = v.parse().expect("value bytes"),
+            "--records" => {
+                a.records = v
+                    .split(',')
+                    .map(|r| match r {
+                        "inline" => true,
+                        "blob" => false,
+                        other => panic!("--records takes inline and blob, not {other}"),
+                    })
+                    .collect();
+            }
             "--fill-engine" => a.fill_engine = v.parse().expect("fill-engine"),
             "--dir" => a.dir = v.into(),
             other => panic!("unknown flag {other}"),
         }
     }
+    assert!(
+        a.value_bytes == 8 || !a.records.contains(&true),
+        "inline records hold 8-byte values: use --records blob with --value-bytes"
+    );
     a
+}
+
+/// The tree's configuration for a record layout (`inline`: fixed-size records).
+fn tree_config(inline: bool) -> FpTreeConfig {
+    FpTreeConfig { inline_records: inline, ..FpTreeConfig::default() }
+}
+
+fn layout_name(inline: bool) -> &'static str {
+    if inline { "inline" } else { "blob" }
 }
 
 /// A pseudo-random permutation step (splitmix64), so keys are distinct and unordered.
@@ -184,19 +214,20 @@ fn mmap(latency_ns_per_line: u64) -> MmapOptions {
 }
 
 /// A fresh tree of `keys` records at 0 ns; returns the file (the tree is closed).
-fn warm(path: &Path, keys: u64, vb: usize) {
+fn warm(path: &Path, keys: u64, vb: usize, inline: bool) {
     let _ = std::fs::remove_file(path);
     let region = MmapRegion::create(path, region_bytes(keys, vb), mmap(0)).unwrap();
-    let tree = Tree::create(Arc::new(region), FILE_ID, FpTreeConfig::default()).unwrap();
+    let tree = Tree::create(Arc::new(region), FILE_ID, tree_config(inline)).unwrap();
     for i in 0..keys {
         tree.put(&key(i), &value(i, vb)).unwrap();
     }
 }
 
-fn open(path: &Path, latency_ns: u64) -> (Tree, f64) {
+fn open(path: &Path, latency_ns: u64, inline: bool) -> (Tree, f64) {
     let start = Instant::now();
     let region = MmapRegion::open(path, mmap(latency_ns)).unwrap();
-    let tree = Tree::open(Arc::new(region), FpTreeConfig::default()).unwrap();
+    let tree = Tree::open(Arc::new(region), tree_config(inline)).unwrap();
+    assert_eq!(tree.config().inline_records, inline);
     let seconds = start.elapsed().as_secs_f64();
     tree.set_read_latency_ns(latency_ns).unwrap();
     (tree, seconds)
@@ -215,8 +246,8 @@ fn throughput(a: &Args) {
         "## Throughput (ops/s, median of {}; {} warm keys, {} ops per phase, {}-byte values)\n",
         a.runs, a.keys, a.ops, a.value_bytes
     );
-    println!("| latency ns | threads | op | FPTree | DRAM BTreeMap | DRAM / FPTree |");
-    println!("| --- | --- | --- | --- | --- | --- |");
+    println!("| records | latency ns | threads | op | FPTree | DRAM BTreeMap | DRAM / FPTree |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
     let path = region_path(&a.dir, "throughput");
     for &threads in &a.threads {
         let mut base = vec![Vec::new(); 4];
@@ -231,11 +262,13 @@ fn throughput(a: &Args) {
             }
         }
         let base: Vec<f64> = base.into_iter().map(median).collect();
-        for &latency in &a.latencies {
+        for (&inline, &latency) in
+            a.records.iter().flat_map(|r| a.latencies.iter().map(move |l| (r, l)))
+        {
             let mut fp = vec![Vec::new(); 4];
             for _ in 0..a.runs {
-                warm(&path, a.keys, a.value_bytes);
-                let (tree, _) = open(&path, latency);
+                warm(&path, a.keys, a.value_bytes, inline);
+                let (tree, _) = open(&path, latency, inline);
                 let got = phases(&tree, a.keys, a.ops, threads, a.value_bytes);
                 for (p, ops) in got.iter().enumerate() {
                     fp[p].push(*ops);
@@ -244,7 +277,8 @@ fn throughput(a: &Args) {
             for p in 0..4 {
                 let f = median(fp[p].clone());
                 println!(
-                    "| {latency} | {threads} | {} | {f:.0} | {:.0} | {:.2}x |",
+                    "| {} | {latency} | {threads} | {} | {f:.0} | {:.0} | {:.2}x |",
+                    layout_name(inline),
                     PHASES[p],
                     base[p],
                     base[p] / f
@@ -258,13 +292,15 @@ fn throughput(a: &Args) {
 fn recovery(a: &Args) {
     println!("\n## Recovery (median of {}) and DRAM footprint\n", a.runs);
     println!(
-        "| records | FPTree open ms | rebuild from log ms | rebuild / open | inner DRAM MiB | \
-         region used MiB | DRAM share |"
+        "| layout | records | FPTree open ms | rebuild from log ms | rebuild / open | \
+         inner DRAM MiB | region used MiB | DRAM share |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     let path = region_path(&a.dir, "recovery");
-    for &keys in &a.recovery_keys {
-        warm(&path, keys, a.value_bytes);
+    for (&inline, &keys) in
+        a.records.iter().flat_map(|r| a.recovery_keys.iter().map(move |k| (r, k)))
+    {
+        warm(&path, keys, a.value_bytes, inline);
         let mut log = Vec::new();
         for i in 0..keys {
             let (k, v) = (key(i), value(i, a.value_bytes));
@@ -277,7 +313,7 @@ fn recovery(a: &Args) {
         let (mut opens, mut rebuilds) = (Vec::new(), Vec::new());
         let mut footprint = (0, 0);
         for _ in 0..a.runs {
-            let (tree, seconds) = open(&path, 0);
+            let (tree, seconds) = open(&path, 0, inline);
             opens.push(seconds * 1e3);
             assert_eq!(tree.recovery_report().records as u64, keys);
             let stats = tree.stats();
@@ -302,7 +338,8 @@ fn recovery(a: &Args) {
         let (inner, used) = footprint;
         let mib = |b: u64| b as f64 / f64::from(1 << 20);
         println!(
-            "| {keys} | {open_ms:.1} | {rebuild_ms:.1} | {:.2}x | {:.2} | {:.1} | {:.2}% |",
+            "| {} | {keys} | {open_ms:.1} | {rebuild_ms:.1} | {:.2}x | {:.2} | {:.1} | {:.2}% |",
+            layout_name(inline),
             rebuild_ms / open_ms,
             mib(inner),
             mib(used),

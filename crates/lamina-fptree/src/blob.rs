@@ -1,9 +1,9 @@
 //! Record blobs (Appendix C): every key and its value live in one separately allocated block
-//! that a leaf slot names through a persistent pointer. One configuration for all key sizes:
-//! keys of 1 to 1024 bytes and values of up to 4096 bytes (lamina's limits) never fit a
-//! fixed-size slot, so the paper's fixed-size-key layout is not offered (an adaptation; see the
-//! README). A blob carries a checksum so a damaged region gives `Corruption`, never a wrong
-//! record.
+//! that a leaf slot names through a persistent pointer. One layout for all key sizes: keys of
+//! 1 to 1024 bytes and values of up to 4096 bytes (lamina's limits) never fit a fixed-size
+//! slot. (The paper's fixed-size layout, 8-byte keys and values in the slot, is the tree's
+//! other record layout: `crate::record`.) A blob carries a checksum so a damaged region gives
+//! `Corruption`, never a wrong record.
 //!
 //! Layout (little-endian), `docs/format/fptree.md`:
 //!

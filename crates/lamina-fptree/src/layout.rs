@@ -64,11 +64,22 @@ pub struct FpTreeConfig {
     pub leaf_groups: bool,
     /// Leaves per group (1..=[`GROUP_LEAVES_MAX`]); ignored without leaf groups.
     pub group_leaves: u32,
+    /// Fixed-size records in the leaf (section 4, the paper's base case and Figure 7's
+    /// fixed-size runs): each slot holds an 8-byte key and an 8-byte value in place of a
+    /// pointer to a record blob, so writes allocate nothing and recovery reads only leaves.
+    /// Keys and values of any other length are refused. Such records carry no checksum
+    /// (the paper's layout): a damaged value is not detected. `false` (the default, and
+    /// what `lamina::Db` uses): every record is a checksummed blob (Appendix C).
+    pub inline_records: bool,
 }
 
 impl Default for FpTreeConfig {
     fn default() -> Self {
-        FpTreeConfig { leaf_groups: false, group_leaves: GROUP_LEAVES_DEFAULT }
+        FpTreeConfig {
+            leaf_groups: false,
+            group_leaves: GROUP_LEAVES_DEFAULT,
+            inline_records: false,
+        }
     }
 }
 
@@ -76,6 +87,12 @@ impl FpTreeConfig {
     /// The single-threaded configuration of the paper (leaf groups).
     pub fn with_leaf_groups() -> Self {
         FpTreeConfig { leaf_groups: true, ..Self::default() }
+    }
+
+    /// This configuration with fixed-size records in the leaves.
+    #[must_use]
+    pub fn with_inline_records(self) -> Self {
+        FpTreeConfig { inline_records: true, ..self }
     }
 }
 
@@ -107,6 +124,7 @@ impl Encode for TreeHeader {
         out.extend_from_slice(&self.leaf_bytes.to_le_bytes());
         out.extend_from_slice(&u32::from(self.config.leaf_groups).to_le_bytes());
         out.extend_from_slice(&self.config.group_leaves.to_le_bytes());
+        out.extend_from_slice(&u32::from(self.config.inline_records).to_le_bytes());
         out.resize(start + HEADER_CRC_AT, 0);
         let crc = masked_crc32c(&out[start..]);
         out.extend_from_slice(&crc.to_le_bytes());
@@ -132,8 +150,13 @@ impl Decode for TreeHeader {
             other => return Err(DecodeError::new(20, format!("bad leaf-groups flag {other}"))),
         };
         let group_leaves = r.u32()?;
-        if r.bytes(HEADER_CRC_AT - 28)?.iter().any(|&b| b != 0) {
-            return Err(DecodeError::new(28, "reserved bytes are not zero"));
+        let inline_records = match r.u32()? {
+            0 => false,
+            1 => true,
+            other => return Err(DecodeError::new(28, format!("bad inline-records flag {other}"))),
+        };
+        if r.bytes(HEADER_CRC_AT - 32)?.iter().any(|&b| b != 0) {
+            return Err(DecodeError::new(32, "reserved bytes are not zero"));
         }
         let stored = r.u32()?;
         if r.u32()? != 0 {
@@ -149,7 +172,7 @@ impl Decode for TreeHeader {
         Ok(TreeHeader {
             leaf_slots,
             leaf_bytes,
-            config: FpTreeConfig { leaf_groups, group_leaves },
+            config: FpTreeConfig { leaf_groups, group_leaves, inline_records },
         })
     }
 }
@@ -167,6 +190,17 @@ mod tests {
         let bytes = header().encode();
         assert_eq!(bytes.len(), LINE_BYTES as usize);
         assert_eq!(TreeHeader::decode(&bytes).unwrap(), header());
+        let inline =
+            TreeHeader { config: FpTreeConfig::default().with_inline_records(), ..header() };
+        assert_eq!(TreeHeader::decode(&inline.encode()).unwrap(), inline);
+    }
+
+    #[test]
+    fn a_header_of_before_inline_records_reads_as_blob_records() {
+        // Bytes 28..32 were reserved (zero) before the flag existed.
+        let bytes = header().encode();
+        assert_eq!(&bytes[28..32], &[0, 0, 0, 0]);
+        assert!(!TreeHeader::decode(&bytes).unwrap().config.inline_records);
     }
 
     #[test]

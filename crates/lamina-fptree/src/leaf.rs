@@ -8,7 +8,7 @@
 //! | 64 | 16 | next leaf, a persistent pointer (null for the last leaf) |
 //! | 80 | 8 | leaf magic `LEAF_MAGIC` |
 //! | 88 | 40 | reserved, 0 |
-//! | 128 | 48 x 16 | slots: persistent pointers to record blobs (`crate::blob`), null when the slot is free |
+//! | 128 | 48 x 16 | slots: persistent pointers to record blobs (`crate::blob`), null when the slot is free; with inline records, an 8-byte key and an 8-byte value (`crate::record`) |
 //!
 //! The paper's one-byte leaf lock becomes an 8-byte version lock (optimistic lock coupling
 //! stands in for HTM, section 4.4): writers make it odd with a compare-and-swap and even again
@@ -140,6 +140,20 @@ impl<'a, R: PmemRegion + ?Sized> Leaf<'a, R> {
             file_id: self.word(at - self.at).load(Ordering::Acquire),
             offset: self.word(at - self.at + 8).load(Ordering::Acquire),
         }
+    }
+
+    /// The two words of `slot`: an inline record's key and value (`FpTreeConfig::
+    /// inline_records`), or a pointer's file id and offset.
+    pub fn slot_words(&self, slot: usize) -> [u64; 2] {
+        let at = self.slot_at(slot) - self.at;
+        [self.word(at).load(Ordering::Acquire), self.word(at + 8).load(Ordering::Acquire)]
+    }
+
+    /// Stores the two words of `slot` (not persisted).
+    pub fn set_slot_words(&self, slot: usize, words: [u64; 2]) {
+        let at = self.slot_at(slot) - self.at;
+        self.word(at).store(words[0], Ordering::Release);
+        self.word(at + 8).store(words[1], Ordering::Release);
     }
 
     /// The next pointer.

@@ -22,6 +22,7 @@ pub mod inner;
 pub mod layout;
 pub mod leaf;
 mod microlog;
+pub mod record;
 mod recovery;
 mod recovery_records;
 mod split;

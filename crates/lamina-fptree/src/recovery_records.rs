@@ -19,7 +19,7 @@ use lamina_storage::prefetch::prefetch_read;
 
 use crate::blob::{BLOB_HEADER_BYTES, BlobHeader, decode_blob};
 use crate::fingerprint::fingerprint;
-use crate::leaf::{LEAF_BYTES, LEAF_SLOTS, bits};
+use crate::leaf::{LEAF_BYTES, LEAF_SLOTS, Leaf, bits};
 use crate::store::Store;
 
 /// Most threads recovery uses.
@@ -79,10 +79,20 @@ pub(crate) struct LeafRecordsChecked {
 /// A thread's reusable buffers.
 #[derive(Default)]
 struct Scratch {
+    /// The blob being read.
     blob: Vec<u8>,
+    /// The leaf's keys, back to back.
     keys: Vec<u8>,
     /// Each key's start and length in `keys`, and its fingerprint.
     spans: Vec<(u32, u32, u8)>,
+}
+
+impl Scratch {
+    fn push_key(&mut self, key: &[u8], fingerprint: u8) {
+        let start = u32::try_from(self.keys.len()).expect("48 keys of 1 KiB");
+        self.keys.extend_from_slice(key);
+        self.spans.push((start, key.len() as u32, fingerprint));
+    }
 }
 
 impl<R: PmemRegion + ?Sized> Store<R> {
@@ -172,46 +182,24 @@ impl<R: PmemRegion + ?Sized> Store<R> {
         named: &mut ChunkMarks,
         scratch: &mut Scratch,
     ) -> Result<LeafRecordsChecked> {
-        let path = self.path();
-        let corrupt = |at: u64, why: String| Error::corruption(&path, at, why);
-        let layout = self.alloc.header().layout;
+        // The path only on an error: building it is an allocation per leaf.
+        let corrupt = |at: u64, why: String| Error::corruption(self.path(), at, why);
         let leaf = self.leaf(at);
         let fingerprints = leaf.fingerprints();
         scratch.keys.clear();
         scratch.spans.clear();
         let mut strays = Vec::new();
-        let mut valid = [(0usize, PPtr::NULL); LEAF_SLOTS];
-        let mut valid_count = 0;
-        for slot in 0..LEAF_SLOTS {
-            let p = leaf.slot(slot);
-            if bitmap & (1 << slot) == 0 {
-                if !p.is_null() {
-                    strays.push((leaf.slot_at(slot), p));
+        if self.config.inline_records {
+            // The keys are in the leaf: nothing to dereference, allocate or leak.
+            for slot in bits(bitmap) {
+                let key = leaf.slot_words(slot)[0].to_le_bytes();
+                if fingerprints[slot] != fingerprint(&key) {
+                    return Err(corrupt(at, format!("slot {slot}: fingerprint mismatch")));
                 }
-                continue;
+                scratch.push_key(&key, fingerprints[slot]);
             }
-            // The blobs' cache misses overlap: each is asked for before any is read.
-            if let Some(word) = self.region().words().get((p.offset / 8) as usize) {
-                prefetch_read(std::ptr::from_ref(word).cast());
-            }
-            valid[valid_count] = (slot, p);
-            valid_count += 1;
-        }
-        for &(slot, p) in &valid[..valid_count] {
-            if p.is_null() {
-                return Err(corrupt(leaf.slot_at(slot), "a valid slot is null".into()));
-            }
-            let key = self.read_blob_key(p, &mut scratch.blob)?;
-            if fingerprints[slot] != fingerprint(key) {
-                return Err(corrupt(at, format!("slot {slot}: fingerprint mismatch")));
-            }
-            let chunk = layout.chunk_at(p.offset).expect("block_of checked the pointer");
-            if !named.mark(chunk) {
-                return Err(corrupt(p.offset, "a blob is named by two valid slots".into()));
-            }
-            let start = u32::try_from(scratch.keys.len()).expect("48 keys of 1 KiB");
-            scratch.keys.extend_from_slice(key);
-            scratch.spans.push((start, key.len() as u32, fingerprints[slot]));
+        } else {
+            self.collect_blob_keys(leaf, bitmap, &fingerprints, named, scratch, &mut strays)?;
         }
         let Scratch { keys, spans, .. } = scratch;
         let key_of =
@@ -245,6 +233,57 @@ impl<R: PmemRegion + ?Sized> Store<R> {
             records: spans.len(),
             strays,
         })
+    }
+
+    /// The keys of `leaf`'s valid slots, each from its blob (checked, and marked in
+    /// `named`), into `scratch`; the invalid slots that still name a blob into `strays`.
+    fn collect_blob_keys(
+        &self,
+        leaf: Leaf<'_, R>,
+        bitmap: u64,
+        fingerprints: &[u8; LEAF_SLOTS],
+        named: &mut ChunkMarks,
+        scratch: &mut Scratch,
+        strays: &mut Vec<(u64, PPtr)>,
+    ) -> Result<()> {
+        // The path only on an error: building it is an allocation per leaf.
+        let corrupt = |at: u64, why: String| Error::corruption(self.path(), at, why);
+        let layout = self.alloc.header().layout;
+        let mut valid = [(0usize, PPtr::NULL); LEAF_SLOTS];
+        let mut valid_count = 0;
+        for slot in 0..LEAF_SLOTS {
+            let p = leaf.slot(slot);
+            if bitmap & (1 << slot) == 0 {
+                if !p.is_null() {
+                    strays.push((leaf.slot_at(slot), p));
+                }
+                continue;
+            }
+            // The blobs' cache misses overlap: each is asked for before any is read.
+            if let Some(word) = self.region().words().get((p.offset / 8) as usize) {
+                prefetch_read(std::ptr::from_ref(word).cast());
+            }
+            valid[valid_count] = (slot, p);
+            valid_count += 1;
+        }
+        let Scratch { blob, keys, spans } = scratch;
+        for &(slot, p) in &valid[..valid_count] {
+            if p.is_null() {
+                return Err(corrupt(leaf.slot_at(slot), "a valid slot is null".into()));
+            }
+            let key = self.read_blob_key(p, blob)?;
+            if fingerprints[slot] != fingerprint(key) {
+                return Err(corrupt(leaf.at, format!("slot {slot}: fingerprint mismatch")));
+            }
+            let chunk = layout.chunk_at(p.offset).expect("block_of checked the pointer");
+            if !named.mark(chunk) {
+                return Err(corrupt(p.offset, "a blob is named by two valid slots".into()));
+            }
+            let start = u32::try_from(keys.len()).expect("48 keys of 1 KiB");
+            keys.extend_from_slice(key);
+            spans.push((start, key.len() as u32, fingerprints[slot]));
+        }
+        Ok(())
     }
 
     /// Reads the blob `p` names into `buf` and checks it (block, header, checksum); returns

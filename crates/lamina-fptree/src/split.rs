@@ -37,13 +37,16 @@ impl<R: PmemRegion + ?Sized> Store<R> {
     /// Algorithm 3 lines 11-15: the old leaf keeps the complement of the new leaf's bitmap,
     /// points to the new leaf, and the log is reset. Adaptation (Appendix C's "a reference to
     /// a key exists only once"): the copied slot pointers that each leaf no longer uses are
-    /// reset before the log, so every record blob is named by exactly one slot.
+    /// reset before the log, so every record blob is named by exactly one slot (inline
+    /// records own nothing: their copies stay, invalid, as in the paper).
     fn finish_split(&self, line: u64, leaf: Leaf<'_, R>, new: Leaf<'_, R>) -> Result<()> {
         let upper = new.bitmap();
         leaf.set_bitmap(FULL_BITMAP & !upper)?; // lines 11-12
         leaf.set_next(self.pptr(new.at))?; // lines 13-14
-        new.clear_slot_pointers(FULL_BITMAP & !upper)?;
-        leaf.clear_slot_pointers(upper)?;
+        if !self.config.inline_records {
+            new.clear_slot_pointers(FULL_BITMAP & !upper)?;
+            leaf.clear_slot_pointers(upper)?;
+        }
         reset_log(self.region(), line) // line 15
     }
 
@@ -51,7 +54,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
     /// key.
     fn find_split_key(&self, leaf: Leaf<'_, R>) -> Result<(Vec<u8>, u64)> {
         let mut keyed = bits(leaf.bitmap())
-            .map(|slot| Ok((self.read_record(leaf.slot(slot))?.0, slot)))
+            .map(|slot| Ok((self.key_in(leaf, slot)?, slot)))
             .collect::<Result<Vec<_>>>()?;
         keyed.sort_unstable();
         let half = LEAF_SLOTS / 2;

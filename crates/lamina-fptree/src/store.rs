@@ -142,13 +142,13 @@ impl<R: PmemRegion + ?Sized> Store<R> {
         let bitmap = leaf.bitmap();
         let fingerprints = leaf.fingerprints();
         let mut probes = 0;
-        let mut buf = vec![0u8; BLOB_HEADER_BYTES + key.len()];
+        let mut buf = Vec::new();
         for slot in bits(bitmap) {
             if fingerprints[slot] != fp {
                 continue;
             }
             probes += 1;
-            if self.probe(leaf.slot(slot), key, &mut buf)? {
+            if self.probe_slot(leaf, slot, key, &mut buf)? {
                 return Ok((Some(slot), probes));
             }
         }
@@ -157,7 +157,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
 
     /// Whether the record `pptr` names has key `key` (one key probe: the blob's header and
     /// key are read, not the value).
-    fn probe(&self, pptr: PPtr, key: &[u8], buf: &mut [u8]) -> Result<bool> {
+    pub(crate) fn probe(&self, pptr: PPtr, key: &[u8], buf: &mut [u8]) -> Result<bool> {
         let region = self.region();
         self.read_miss();
         if pptr.is_null() || pptr.file_id != self.file_id() {
@@ -220,7 +220,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
         self.read_miss();
         let next = leaf.next();
         let mut records = bits(leaf.bitmap())
-            .map(|slot| self.read_record(leaf.slot(slot)))
+            .map(|slot| self.record_in(leaf, slot))
             .collect::<Result<Vec<_>>>()?;
         records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Ok((records, next))

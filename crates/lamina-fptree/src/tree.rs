@@ -134,7 +134,7 @@ impl<R: PmemRegion + ?Sized, I: InnerIndex> FpTree<R, I> {
                 let leaf = store.leaf(leaf_at);
                 let read = read_optimistic(leaf, || {
                     let (slot, probes) = store.find_slot(leaf, key, fp)?;
-                    slot.map(|slot| store.read_record(leaf.slot(slot)).map(|r| r.1))
+                    slot.map(|slot| store.record_in(leaf, slot).map(|r| r.1))
                         .transpose()
                         .map(|value| (value, probes))
                 });
@@ -242,7 +242,7 @@ impl<R: PmemRegion + ?Sized, I: InnerIndex> FpTree<R, I> {
                 total += store.alloc.block_of(pptr)?.1 / chunk;
             }
             for slot in bits(leaf.bitmap()) {
-                total += store.alloc.block_of(leaf.slot(slot))?.1 / chunk;
+                total += store.record_chunks(leaf, slot)?;
             }
             let n = leaf.next();
             next = (!n.is_null()).then_some(n);

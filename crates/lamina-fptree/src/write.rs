@@ -36,6 +36,7 @@ impl<R: PmemRegion + ?Sized, I: InnerIndex> FpTree<R, I> {
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         check_key(key)?;
         check_value(value)?;
+        self.store.check_record_size(key, value)?;
         let leaf_at = self.lock_leaf(key);
         let store = &self.store;
         let leaf = store.leaf(leaf_at);
@@ -109,7 +110,7 @@ impl<R: PmemRegion + ?Sized, I: InnerIndex> FpTree<R, I> {
         };
         let result = (|| {
             leaf.set_bitmap(leaf.bitmap() & !(1 << slot))?; // Algorithm 15 line 17
-            store.alloc.deallocate(leaf.slot_at(slot)) // line 18
+            store.release_record(leaf, slot) // line 18
         })();
         if let Err(e) = result {
             unlock(store, locked);
@@ -163,7 +164,7 @@ fn put_in_leaf<R: PmemRegion + ?Sized>(
     }
     let bitmap = leaf.bitmap();
     let slot = first_free(bitmap).expect("a leaf with a free slot");
-    store.write_blob(leaf.slot_at(slot), key, value)?; // lines 13-15
+    store.write_record(leaf, slot, key, value)?; // lines 13-15
     leaf.set_fingerprint(slot, fp)?; // line 16
     let region = store.region();
     region.persist(leaf.at + crate::leaf::FINGERPRINTS_AT + slot as u64, 1)?; // line 17
@@ -175,8 +176,8 @@ fn put_in_leaf<R: PmemRegion + ?Sized>(
     leaf.set_bitmap(new_bitmap)?; // line 18
     if let Some(old) = old {
         // Algorithm 16 line 16 resets the old slot's pointer; here a blob holds key and value,
-        // so the old blob is freed, which resets the pointer.
-        store.alloc.deallocate(leaf.slot_at(old))?;
+        // so the old blob is freed, which resets the pointer (nothing for an inline record).
+        store.release_record(leaf, old)?;
     }
     Ok(())
 }

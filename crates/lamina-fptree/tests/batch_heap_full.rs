@@ -18,7 +18,10 @@ fn open(region: &Arc<SimulatedRegion>, config: FpTreeConfig) -> FpTreeEngine<Sim
 
 #[test]
 fn a_batch_the_heap_cannot_hold_is_refused_and_changes_nothing() {
-    for config in [FpTreeConfig::default(), FpTreeConfig { leaf_groups: true, group_leaves: 4 }] {
+    for config in [
+        FpTreeConfig::default(),
+        FpTreeConfig { leaf_groups: true, group_leaves: 4, ..FpTreeConfig::default() },
+    ] {
         let region = Arc::new(SimulatedRegion::new(4 << 20, SimulatedOptions::default()).unwrap());
         let db = open(&region, config);
         for i in 0..300u32 {

@@ -81,5 +81,5 @@ fn concurrent_writers_lose_no_update_per_leaf_allocation() {
 
 #[test]
 fn concurrent_writers_lose_no_update_with_leaf_groups() {
-    run(FpTreeConfig { leaf_groups: true, group_leaves: 4 });
+    run(FpTreeConfig { leaf_groups: true, group_leaves: 4, ..FpTreeConfig::default() });
 }

@@ -73,7 +73,10 @@ macro_rules! per_config {
 }
 
 per_config!(per_leaf, FpTreeConfig::default());
-per_config!(leaf_groups, FpTreeConfig { leaf_groups: true, group_leaves: 4 });
+per_config!(
+    leaf_groups,
+    FpTreeConfig { leaf_groups: true, group_leaves: 4, ..FpTreeConfig::default() }
+);
 
 mod file {
     use super::*;

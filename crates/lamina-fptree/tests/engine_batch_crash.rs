@@ -15,7 +15,10 @@ use lamina_storage::pmem::crash_test::for_each_persist_point;
 
 #[test]
 fn a_batch_is_all_or_nothing_at_every_crash_point() {
-    for config in [FpTreeConfig::default(), FpTreeConfig { leaf_groups: true, group_leaves: 2 }] {
+    for config in [
+        FpTreeConfig::default(),
+        FpTreeConfig { leaf_groups: true, group_leaves: 2, ..FpTreeConfig::default() },
+    ] {
         let mut before = BTreeMap::new();
         for i in 0..73 {
             before.insert(key(i), value(i, 0));

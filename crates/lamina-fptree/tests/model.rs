@@ -1,5 +1,6 @@
 //! Random operations against a `BTreeMap` oracle (proptest), with close/reopen (the durable
-//! image of the simulated region) in the middle, in both leaf-allocation configurations.
+//! image of the simulated region) in the middle, in both leaf-allocation configurations, with
+//! blob and with inline (fixed-size) records.
 
 mod common;
 
@@ -30,13 +31,20 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn key(k: u16) -> Vec<u8> {
+fn key(k: u16, inline: bool) -> Vec<u8> {
+    if inline {
+        // Inline records: 8-byte keys (big-endian, so byte order is numeric order).
+        return u64::from(k).to_be_bytes().to_vec();
+    }
     // Lengths 1 to 6, so prefixes of other keys occur.
     let text = format!("{k}");
     text.into_bytes()
 }
 
-fn value(k: u16, v: u8) -> Vec<u8> {
+fn value(k: u16, v: u8, inline: bool) -> Vec<u8> {
+    if inline {
+        return [u8::try_from(k % 256).unwrap(), v, 0, 0, 0, 0, 0, 1].to_vec();
+    }
     vec![v; usize::from(k % 50) + usize::from(v % 3) * 100]
 }
 
@@ -44,12 +52,17 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     #[test]
-    fn the_tree_behaves_like_a_btreemap(ops in prop::collection::vec(op(), 1..600), groups: bool) {
-        let config = if groups {
-            FpTreeConfig { leaf_groups: true, group_leaves: 3 }
-        } else {
-            FpTreeConfig::default()
+    fn the_tree_behaves_like_a_btreemap(
+        ops in prop::collection::vec(op(), 1..600),
+        groups: bool,
+        inline: bool,
+    ) {
+        let config = FpTreeConfig {
+            leaf_groups: groups,
+            group_leaves: 3,
+            inline_records: inline,
         };
+        let (key, value) = (|k| key(k, inline), |k, v| value(k, v, inline));
         let mut region = region(4 << 20);
         let mut tree = FpTree::<SimulatedRegion>::create(region.clone(), FILE_ID, config).unwrap();
         let mut model = BTreeMap::new();

@@ -99,7 +99,7 @@ fn recovery_of_a_leaf_removal_survives_crashes() {
 
 #[test]
 fn recovery_of_a_group_allocation_and_release_survives_crashes() {
-    let config = FpTreeConfig { leaf_groups: true, group_leaves: 2 };
+    let config = FpTreeConfig { leaf_groups: true, group_leaves: 2, ..FpTreeConfig::default() };
     scenario(config, 72, 0..0, 72);
     scenario(config, 73, 48..72, 72);
 }

@@ -55,11 +55,12 @@ mod tests {
     fn the_bound_counts_log_blobs_and_leaves() {
         let mut batch = WriteBatch::new();
         batch.put(b"k".to_vec(), vec![0u8; 100]).delete(b"gone".to_vec());
-        let per_leaf = FpTreeConfig { leaf_groups: false, group_leaves: 4 };
+        let per_leaf =
+            FpTreeConfig { leaf_groups: false, group_leaves: 4, ..FpTreeConfig::default() };
         let blob = blob_len(b"k", &[0u8; 100]) as u64;
         let expected = 2 + blob.div_ceil(64) + LEAF_BYTES.div_ceil(64);
         assert_eq!(batch_chunks_max(&batch, 100, per_leaf, 64), expected);
-        let groups = FpTreeConfig { leaf_groups: true, group_leaves: 4 };
+        let groups = FpTreeConfig { leaf_groups: true, group_leaves: 4, ..FpTreeConfig::default() };
         let group = (GROUP_HEADER_BYTES + 4 * LEAF_BYTES).div_ceil(64);
         assert_eq!(batch_chunks_max(&batch, 100, groups, 64), 2 + blob.div_ceil(64) + 2 * group);
     }
