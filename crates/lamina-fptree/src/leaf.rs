@@ -90,21 +90,19 @@ impl<'a, R: PmemRegion + ?Sized> Leaf<'a, R> {
         self.word(VERSION_AT).load(Ordering::Acquire)
     }
 
+    /// The version word (the leaf lock, `crate::leaf_lock`).
+    pub fn version_word(&self) -> &AtomicU64 {
+        self.word(VERSION_AT)
+    }
+
     /// Takes the leaf lock if it is free (even), returning whether it did.
     pub fn try_lock(&self) -> bool {
-        let v = self.version();
-        v.is_multiple_of(2)
-            && self
-                .word(VERSION_AT)
-                .compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
+        crate::leaf_lock::try_lock(self.version_word())
     }
 
     /// Releases the leaf lock (the version becomes even and one higher).
     pub fn unlock(&self) {
-        let v = self.version();
-        assert!(!v.is_multiple_of(2), "unlocking a leaf that is not locked");
-        self.word(VERSION_AT).store(v + 1, Ordering::Release);
+        crate::leaf_lock::unlock(self.version_word());
     }
 
     /// Sets the version word (a new leaf starts locked with 1; recovery resets to 0).

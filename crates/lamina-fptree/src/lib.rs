@@ -21,6 +21,7 @@ mod groups;
 pub mod inner;
 pub mod layout;
 pub mod leaf;
+pub mod leaf_lock;
 mod microlog;
 pub mod record;
 mod recovery;

@@ -238,12 +238,7 @@ pub(crate) fn read_optimistic<R: PmemRegion + ?Sized, T>(
     leaf: Leaf<'_, R>,
     read: impl FnOnce() -> Result<T>,
 ) -> Option<(Result<T>, u64)> {
-    let version = leaf.version();
-    if !version.is_multiple_of(2) {
-        return None;
-    }
-    let result = read();
-    (leaf.version() == version).then_some((result, version))
+    crate::leaf_lock::read_optimistic(leaf.version_word(), read)
 }
 
 /// Counts one event.

@@ -10,60 +10,18 @@
 //! sound, conservative), and weak-memory reorderings (shuttle is sequentially consistent;
 //! the orderings are argued in `version.rs` and `node.rs`).
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lamina_fptree::inner::{InnerIndex, LeafId, OlcInnerOn, VersionWord, Visit};
-use shuttle::scheduler::{PctScheduler, RandomScheduler};
-use shuttle::{Config, Runner, thread};
-
-/// Schedules per model and scheduler: enough to find the races below when the protocol is
-/// broken (see `a_reader_that_skips_validation_is_caught`), small enough for `cargo test`.
-const ITERATIONS: usize = 300;
-const SEED: u64 = 19;
-
-#[derive(Debug)]
-struct ShuttleWord(shuttle::sync::atomic::AtomicU64);
-
-impl VersionWord for ShuttleWord {
-    fn new(value: u64) -> Self {
-        Self(shuttle::sync::atomic::AtomicU64::new(value))
-    }
-    fn load(&self, order: Ordering) -> u64 {
-        self.0.load(order)
-    }
-    fn store(&self, value: u64, order: Ordering) {
-        self.0.store(value, order);
-    }
-    fn compare_exchange(
-        &self,
-        current: u64,
-        new: u64,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<u64, u64> {
-        self.0.compare_exchange(current, new, success, failure)
-    }
-    fn schedule_point() {
-        thread::yield_now();
-    }
-    fn backoff() {
-        thread::yield_now();
-    }
-}
+use common::shuttle_word::{ShuttleWord, check};
+use lamina_fptree::inner::{InnerIndex, LeafId, OlcInnerOn, Visit};
+use shuttle::thread;
 
 type Inner = OlcInnerOn<ShuttleWord>;
-
-fn check(test: impl Fn() + Send + Sync + 'static) {
-    let test = Arc::new(test);
-    let random = Arc::clone(&test);
-    Runner::new(RandomScheduler::new_from_seed(SEED, ITERATIONS), Config::new())
-        .run(move || random());
-    Runner::new(PctScheduler::new_from_seed(SEED, 3, ITERATIONS), Config::new())
-        .run(move || test());
-}
 
 type State = BTreeMap<Vec<u8>, LeafId>;
 

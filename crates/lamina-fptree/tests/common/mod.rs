@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code, reason = "each test file uses a subset")]
 
+pub mod shuttle_word;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
