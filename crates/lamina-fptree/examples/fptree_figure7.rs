@@ -4,12 +4,15 @@
 //!
 //! `cargo run --release -p lamina-fptree --example fptree_figure7 -- [--keys N] [--ops N]
 //!  [--latencies 0,160,650] [--threads 1,2] [--runs 3] [--recovery-keys 1000000,...]
-//!  [--value-bytes 8] [--records inline,blob] [--fill-engine N] [--dir PATH]`
+//!  [--value-bytes 8] [--records inline,blob] [--leaf-groups false] [--fill-engine N]
+//!  [--dir PATH]`
 //!
 //! - Records: `inline` is the paper's fixed-size case (8-byte keys and values in the leaf
 //!   slots, `FpTreeConfig::inline_records`; Figure 7's fixed-size runs), `blob` the
 //!   variable-size layout lamina's engine uses (every record a checksummed blob allocated
 //!   through the logged persistent allocator). Each part runs once per layout.
+//! - Leaves: one allocation per leaf (the paper's concurrent configuration), or with
+//!   `--leaf-groups true` from groups of 8 (Appendix B; here behind one mutex).
 //! - Throughput: a tree over a region file (`MmapRegion`, no `msync`: persists are cache-line
 //!   flushes plus the emulated write latency per line) is warmed with `--keys` random 8-byte
 //!   keys at 0 ns, reopened with the latency under test (`latency_ns_per_line` for writes,
@@ -48,6 +51,8 @@ struct Args {
     value_bytes: usize,
     /// Record layouts to run: `true` = inline.
     records: Vec<bool>,
+    /// Leaf groups (Appendix B) instead of one allocation per leaf.
+    leaf_groups: bool,
     fill_engine: u64,
     dir: PathBuf,
 }
@@ -66,6 +71,7 @@ fn args() -> Args {
         recovery_keys: vec![1_000_000],
         value_bytes: 8,
         records: vec![true, false],
+        leaf_groups: false,
         fill_engine: 0,
         dir: std::env::temp_dir(),
     };
@@ -90,6 +96,7 @@ fn args() -> Args {
                     })
                     .collect();
             }
+            "--leaf-groups" => a.leaf_groups = v.parse().expect("--leaf-groups true|false"),
             "--fill-engine" => a.fill_engine = v.parse().expect("fill-engine"),
             "--dir" => a.dir = v.into(),
             other => panic!("unknown flag {other}"),
@@ -102,9 +109,12 @@ fn args() -> Args {
     a
 }
 
-/// The tree's configuration for a record layout (`inline`: fixed-size records).
+/// The tree's configuration for a record layout (`inline`: fixed-size records), with leaf
+/// groups when `--leaf-groups true` (read from the process's arguments once).
 fn tree_config(inline: bool) -> FpTreeConfig {
-    FpTreeConfig { inline_records: inline, ..FpTreeConfig::default() }
+    static LEAF_GROUPS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let leaf_groups = *LEAF_GROUPS.get_or_init(|| args().leaf_groups);
+    FpTreeConfig { inline_records: inline, leaf_groups, ..FpTreeConfig::default() }
 }
 
 fn layout_name(inline: bool) -> &'static str {

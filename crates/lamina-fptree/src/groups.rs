@@ -229,6 +229,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
     pub(crate) fn walk_groups(&self) -> Result<Vec<u64>> {
         let region = self.region();
         let mut groups = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         let mut at = log_pointer(region, GROUP_HEAD_PPTR)?;
         let groups_max = self.alloc.header().layout.region_bytes / self.group_bytes();
         while let Some(group) = at {
@@ -238,7 +239,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
             if magic != GROUP_MAGIC || leaves != u64::from(self.config.group_leaves) {
                 return Err(Error::corruption(self.path(), group, "bad leaf group header"));
             }
-            if groups.len() as u64 >= groups_max || groups.contains(&group) {
+            if groups.len() as u64 >= groups_max || !seen.insert(group) {
                 return Err(Error::corruption(self.path(), group, "the group list has a cycle"));
             }
             groups.push(group);

@@ -186,6 +186,8 @@ impl<R: PmemRegion + ?Sized> Store<R> {
         let leaves_max = layout.region_bytes / LEAF_BYTES;
         let mut visited = ChunkMarks::new(layout.chunk_count);
         let mut leaves: Vec<(u64, u64)> = Vec::new();
+        let mut groups_sorted = groups.to_vec();
+        groups_sorted.sort_unstable();
         let mut next = Some(self.pptr(self.head));
         while let Some(pptr) = next {
             let leaf = self.leaf_at(pptr)?;
@@ -193,7 +195,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
             if leaves.len() as u64 >= leaves_max || !chunk.is_some_and(|c| visited.mark(c)) {
                 return Err(corrupt(leaf.at, "the leaf list has a cycle".into()));
             }
-            self.check_leaf_home(leaf.at, groups)?;
+            self.check_leaf_home(leaf.at, &groups_sorted)?;
             if leaf.magic() != LEAF_MAGIC {
                 return Err(corrupt(leaf.at, "not a leaf (bad magic)".into()));
             }
@@ -230,13 +232,16 @@ impl<R: PmemRegion + ?Sized> Store<R> {
     }
 
     /// Where a leaf may live: its own block (per-leaf allocation) or a leaf position of a
-    /// group on the group list.
-    fn check_leaf_home(&self, at: u64, groups: &[u64]) -> Result<()> {
+    /// group on the group list (`groups_sorted`: the groups' offsets, ascending; the group a
+    /// leaf may be in is the last one starting below it, found by binary search).
+    fn check_leaf_home(&self, at: u64, groups_sorted: &[u64]) -> Result<()> {
         let ok = if self.config.leaf_groups {
-            groups.iter().any(|&g| {
-                at > g
-                    && at < g + self.group_bytes()
-                    && (at - g - GROUP_HEADER_BYTES).is_multiple_of(LEAF_BYTES)
+            let below = groups_sorted.partition_point(|&g| g < at);
+            below.checked_sub(1).map(|i| groups_sorted[i]).is_some_and(|g| {
+                at < g + self.group_bytes()
+                    && (at - g)
+                        .checked_sub(GROUP_HEADER_BYTES)
+                        .is_some_and(|into| into.is_multiple_of(LEAF_BYTES))
             })
         } else {
             self.alloc
