@@ -25,7 +25,7 @@ use crate::layout::{
 };
 use crate::leaf::{FULL_BITMAP, LEAF_BYTES, LEAF_MAGIC, LEAF_SLOTS};
 use crate::microlog::{log_pointer, set_log_pointer};
-use crate::recovery_records::ChunkMarks;
+use crate::recovery_records::{ChunkMarks, WalkedAndChecked};
 use crate::store::Store;
 
 /// What opening a tree did.
@@ -185,32 +185,35 @@ impl<R: PmemRegion + ?Sized> Store<R> {
         let layout = self.alloc.header().layout;
         let leaves_max = layout.region_bytes / LEAF_BYTES;
         let mut visited = ChunkMarks::new(layout.chunk_count);
-        let mut leaves: Vec<(u64, u64)> = Vec::new();
         let mut groups_sorted = groups.to_vec();
         groups_sorted.sort_unstable();
-        let mut next = Some(self.pptr(self.head));
-        while let Some(pptr) = next {
-            let leaf = self.leaf_at(pptr)?;
-            let chunk = layout.chunk_containing(leaf.at);
-            if leaves.len() as u64 >= leaves_max || !chunk.is_some_and(|c| visited.mark(c)) {
-                return Err(corrupt(leaf.at, "the leaf list has a cycle".into()));
+        let WalkedAndChecked { leaves, checked, named } = self.walk_and_check(|emit| {
+            let mut count = 0u64;
+            let mut next = Some(self.pptr(self.head));
+            while let Some(pptr) = next {
+                let leaf = self.leaf_at(pptr)?;
+                let chunk = layout.chunk_containing(leaf.at);
+                if count >= leaves_max || !chunk.is_some_and(|c| visited.mark(c)) {
+                    return Err(corrupt(leaf.at, "the leaf list has a cycle".into()));
+                }
+                self.check_leaf_home(leaf.at, &groups_sorted)?;
+                if leaf.magic() != LEAF_MAGIC {
+                    return Err(corrupt(leaf.at, "not a leaf (bad magic)".into()));
+                }
+                let bitmap = leaf.bitmap();
+                if bitmap & !FULL_BITMAP != 0 {
+                    return Err(corrupt(
+                        leaf.at,
+                        format!("bitmap {bitmap:#x} has bits past the slots"),
+                    ));
+                }
+                emit(leaf.at, bitmap);
+                count += 1;
+                let n = leaf.next();
+                next = (!n.is_null()).then_some(n);
             }
-            self.check_leaf_home(leaf.at, &groups_sorted)?;
-            if leaf.magic() != LEAF_MAGIC {
-                return Err(corrupt(leaf.at, "not a leaf (bad magic)".into()));
-            }
-            let bitmap = leaf.bitmap();
-            if bitmap & !FULL_BITMAP != 0 {
-                return Err(corrupt(
-                    leaf.at,
-                    format!("bitmap {bitmap:#x} has bits past the slots"),
-                ));
-            }
-            leaves.push((leaf.at, bitmap));
-            let n = leaf.next();
-            next = (!n.is_null()).then_some(n);
-        }
-        let (checked, named) = self.check_leaf_records(&leaves)?;
+            Ok(())
+        })?;
         let mut walked: Vec<Walked> = Vec::with_capacity(leaves.len());
         let mut strays = Vec::new();
         let mut prev_max: Option<Vec<u8>> = None;

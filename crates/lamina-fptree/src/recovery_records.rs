@@ -7,15 +7,19 @@
 //! Why threads and a chunk bitmap: open is the paper's recovery, whose point is to be much
 //! faster than rebuilding the tree (section 6.1, Figure 7 right: 50x and more), and lamina
 //! also reads and checks every record at open (a damaged region is `Corruption`, never wrong
-//! data). A record costs one cache miss (its blob) plus a checksum; the leaves are split in
-//! contiguous ranges, one per thread; the lines of the next leaves and of a leaf's blobs are
+//! data). A record costs one cache miss (its blob) plus a checksum; the list is followed on
+//! one thread (a chain of dependent loads) while others check the leaves it has passed, in
+//! batches, and it joins them when the list ends; the lines of the next leaves and of a leaf's blobs are
 //! asked for (prefetched) before they are read, so their misses overlap; and "named by one
 //! valid slot" is a bit per allocator chunk (a bit found set is a blob named twice), in
 //! place of a hash set of offsets that cost as much as the reads.
 
+use std::sync::mpsc::Receiver;
+
 use lamina_core::{Error, Result};
 use lamina_storage::pmem::{PPtr, PmemRegion};
 use lamina_storage::prefetch::prefetch_read;
+use parking_lot::Mutex;
 
 use crate::blob::{BLOB_HEADER_BYTES, BlobHeader, decode_blob};
 use crate::fingerprint::fingerprint;
@@ -67,6 +71,33 @@ impl ChunkMarks {
     }
 }
 
+/// Leaves handed to a checking thread at a time.
+pub const CHECK_BATCH_LEAVES: usize = 256;
+
+/// A batch of leaves to check: the position of its first leaf in the list, and the leaves.
+type Batch = (usize, Vec<(u64, u64)>);
+
+/// What a checking thread found.
+struct Checker {
+    /// The batches it checked: their first position and each leaf's result (a batch with an
+    /// error stops there).
+    batches: Vec<(usize, Vec<LeafRecordsChecked>)>,
+    /// Its first error in list order, with the leaf's position.
+    first_error: Option<(usize, Error)>,
+    /// The blobs the valid slots it saw name.
+    named: ChunkMarks,
+}
+
+/// The leaf list, followed and checked.
+pub(crate) struct WalkedAndChecked {
+    /// Each leaf's offset and bitmap, in list order.
+    pub leaves: Vec<(u64, u64)>,
+    /// What each leaf holds, in the same order.
+    pub checked: Vec<LeafRecordsChecked>,
+    /// The chunks of every blob a valid slot names.
+    pub named: ChunkMarks,
+}
+
 /// What the check found in one leaf.
 pub(crate) struct LeafRecordsChecked {
     pub min_key: Option<Vec<u8>>,
@@ -88,72 +119,125 @@ struct Scratch {
 }
 
 impl<R: PmemRegion + ?Sized> Store<R> {
-    /// Checks the records of `leaves` (offset and bitmap, in list order) on up to
-    /// [`RECOVERY_THREADS_MAX`] threads; returns what each leaf holds and the chunks of every
-    /// blob a valid slot names. The first error in list order is returned (each thread stops
-    /// at its first). Each thread marks its own bitmap (an atomic `or` per record serialized
+    /// Follows the leaf list with `walk` on this thread while other threads check the
+    /// records of the leaves it has passed: `walk` calls `emit(offset, bitmap)` for each leaf
+    /// in list order, and every [`CHECK_BATCH_LEAVES`] leaves go to the checking threads
+    /// (started once [`RECOVERY_LEAVES_PER_THREAD_MIN`] leaves are known, up to
+    /// [`RECOVERY_THREADS_MAX`] with this one); when the list ends this thread checks too.
+    /// Returns the leaves, what each holds and the chunks of every blob a valid slot names.
+    /// An error of `walk` comes first, then the first error of the check in list order.
+    /// Each thread marks its own bitmap of named blobs (an atomic `or` per record serialized
     /// the blobs' cache misses), merged after.
-    pub(crate) fn check_leaf_records(
+    pub(crate) fn walk_and_check(
         &self,
-        leaves: &[(u64, u64)],
-    ) -> Result<(Vec<LeafRecordsChecked>, ChunkMarks)> {
+        walk: impl FnOnce(&mut dyn FnMut(u64, u64)) -> Result<()>,
+    ) -> Result<WalkedAndChecked> {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        let threads = cores
-            .min(RECOVERY_THREADS_MAX)
-            .min(leaves.len() / RECOVERY_LEAVES_PER_THREAD_MIN)
-            .max(1);
-        if threads == 1 {
-            return self.check_leaf_range(leaves);
-        }
-        let per_thread = leaves.len().div_ceil(threads);
-        let parts: Vec<Result<(Vec<LeafRecordsChecked>, ChunkMarks)>> =
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = leaves
-                    .chunks(per_thread)
-                    .map(|range| {
+        let helpers_max = cores.min(RECOVERY_THREADS_MAX) - 1;
+        let (sender, receiver) = std::sync::mpsc::channel::<Batch>();
+        let receiver = Mutex::new(receiver);
+        let (walked, leaves, parts) = std::thread::scope(|scope| {
+            let mut helpers = Vec::new();
+            let mut leaves: Vec<(u64, u64)> = Vec::new();
+            let mut batch_start = 0;
+            let walked = walk(&mut |at, bitmap| {
+                leaves.push((at, bitmap));
+                if leaves.len() - batch_start < CHECK_BATCH_LEAVES {
+                    return;
+                }
+                // A send fails only once every receiver is gone, which the scope rules out.
+                let _ = sender.send((batch_start, leaves[batch_start..].to_vec()));
+                batch_start = leaves.len();
+                if helpers.len() < helpers_max
+                    && leaves.len() >= RECOVERY_LEAVES_PER_THREAD_MIN * (helpers.len() + 1)
+                {
+                    let receiver = &receiver;
+                    helpers.push(
                         std::thread::Builder::new()
                             .name("fptree-recovery".into())
-                            .spawn_scoped(scope, move || self.check_leaf_range(range))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| match h {
-                        Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                        Err(e) => Err(Error::io("starting a recovery thread", e)),
-                    })
-                    .collect()
+                            .spawn_scoped(scope, move || self.check_batches(receiver)),
+                    );
+                }
             });
-        let mut out = Vec::with_capacity(leaves.len());
+            if leaves.len() > batch_start {
+                let _ = sender.send((batch_start, leaves[batch_start..].to_vec()));
+            }
+            drop(sender);
+            let mut parts = vec![Ok(self.check_batches(&receiver))];
+            for helper in helpers {
+                parts.push(match helper {
+                    Ok(h) => Ok(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
+                    Err(e) => Err(Error::io("starting a recovery thread", e)),
+                });
+            }
+            (walked, leaves, parts)
+        });
+        walked?;
+        let mut batches = Vec::new();
+        let mut first_error: Option<(usize, Error)> = None;
         let mut named: Option<ChunkMarks> = None;
         for part in parts {
-            let (checked, marks) = part?;
-            out.extend(checked);
+            let part = part?;
+            batches.extend(part.batches);
+            if let Some((at, e)) = part.first_error
+                && first_error.as_ref().is_none_or(|(first, _)| at < *first)
+            {
+                first_error = Some((at, e));
+            }
             match &mut named {
-                None => named = Some(marks),
-                Some(named) => named.absorb(&marks).map_err(|chunk| {
+                None => named = Some(part.named),
+                Some(named) => named.absorb(&part.named).map_err(|chunk| {
                     let offset = self.alloc.header().layout.chunk_offset(chunk);
                     Error::corruption(self.path(), offset, "a blob is named by two valid slots")
                 })?,
             }
         }
-        Ok((out, named.expect("at least one thread")))
+        if let Some((_, e)) = first_error {
+            return Err(e);
+        }
+        batches.sort_unstable_by_key(|b| b.0);
+        let mut checked = Vec::with_capacity(leaves.len());
+        for (start, part) in batches {
+            assert_eq!(start, checked.len(), "every batch was checked once");
+            checked.extend(part);
+        }
+        assert_eq!(checked.len(), leaves.len(), "every leaf was checked");
+        let named = named.expect("this thread checked");
+        Ok(WalkedAndChecked { leaves, checked, named })
     }
 
-    fn check_leaf_range(
-        &self,
-        leaves: &[(u64, u64)],
-    ) -> Result<(Vec<LeafRecordsChecked>, ChunkMarks)> {
+    /// A checking thread: checks batches until the walk is over and none is left. A batch
+    /// stops at its first error; the others are still checked (so the first error in list
+    /// order is among those found).
+    fn check_batches(&self, receiver: &Mutex<Receiver<Batch>>) -> Checker {
         let mut scratch = Scratch::default();
-        let mut named = ChunkMarks::new(self.alloc.header().layout.chunk_count);
-        let mut out = Vec::with_capacity(leaves.len());
-        for (i, &(at, bitmap)) in leaves.iter().enumerate() {
-            if let Some(&(ahead, _)) = leaves.get(i + LEAVES_PREFETCHED_AHEAD) {
-                self.prefetch_leaf(ahead);
+        let mut out = Checker {
+            batches: Vec::new(),
+            first_error: None,
+            named: ChunkMarks::new(self.alloc.header().layout.chunk_count),
+        };
+        loop {
+            // The lock is held only to take a batch.
+            let Ok((start, leaves)) = receiver.lock().recv() else {
+                return out;
+            };
+            let mut checked = Vec::with_capacity(leaves.len());
+            for (i, &(at, bitmap)) in leaves.iter().enumerate() {
+                if let Some(&(ahead, _)) = leaves.get(i + LEAVES_PREFETCHED_AHEAD) {
+                    self.prefetch_leaf(ahead);
+                }
+                match self.check_leaf(at, bitmap, &mut out.named, &mut scratch) {
+                    Ok(leaf) => checked.push(leaf),
+                    Err(e) => {
+                        if out.first_error.as_ref().is_none_or(|(first, _)| start + i < *first) {
+                            out.first_error = Some((start + i, e));
+                        }
+                        break;
+                    }
+                }
             }
-            out.push(self.check_leaf(at, bitmap, &mut named, &mut scratch)?);
+            out.batches.push((start, checked));
         }
-        Ok((out, named))
     }
 
     /// Asks for the lines of the leaf at `at` that the check reads (bitmap, fingerprints,

@@ -1,7 +1,8 @@
-//! Recovery checks the records of a large tree on several threads (`recovery_records`): the
-//! tree opens the same, and damage in any thread's range, or a blob named from two ranges,
-//! is still `Corruption`. The tree here has over 2 x 1024 leaves, so a machine with two or
-//! more cores splits the check.
+//! Recovery checks the records of a large tree on several threads while it follows the leaf
+//! list (`recovery_records`): the tree opens the same, and damage anywhere, or a blob named
+//! from two leaves far apart (whichever threads check them: the same thread's bitmap or the
+//! merge of two), is still `Corruption`. The tree here has over 2 x 1024 leaves, so a
+//! machine with two or more cores starts a checking thread beside the walk.
 
 mod common;
 
@@ -72,7 +73,7 @@ fn a_large_tree_reopens_the_same_and_damage_anywhere_is_corruption() {
 }
 
 #[test]
-fn a_blob_named_from_two_threads_ranges_is_corruption() {
+fn a_blob_named_from_two_far_apart_leaves_is_corruption() {
     let (base, _, leaves) = image();
     let region = base.crash();
     let (first_leaf, last_leaf) = (leaves[0], leaves[leaves.len() - 1]);

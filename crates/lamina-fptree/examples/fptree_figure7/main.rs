@@ -5,7 +5,10 @@
 //! `cargo run --release -p lamina-fptree --example fptree_figure7 -- [--keys N] [--ops N]
 //!  [--latencies 0,160,650] [--threads 1,2] [--runs 3] [--recovery-keys 1000000,...]
 //!  [--value-bytes 8] [--records inline,blob] [--leaf-groups false] [--fill-engine N]
-//!  [--dir PATH]`
+//!  [--dir PATH] [--out DIR]`
+//!
+//! - `--out DIR`: the figures as SVG (`plot.rs`): throughput against latency per operation
+//!   (one file per thread count) and recovery time against records.
 //!
 //! - Records: `inline` is the paper's fixed-size case (8-byte keys and values in the leaf
 //!   slots, `FpTreeConfig::inline_records`; Figure 7's fixed-size runs), `blob` the
@@ -39,6 +42,8 @@ use lamina_fptree::{FpTree, FpTreeConfig, FpTreeEngine, FpTreeEngineOptions};
 use lamina_storage::pmem::{MmapOptions, MmapRegion};
 use parking_lot::RwLock;
 
+mod plot;
+
 const FILE_ID: u64 = 1;
 
 struct Args {
@@ -55,6 +60,27 @@ struct Args {
     leaf_groups: bool,
     fill_engine: u64,
     dir: PathBuf,
+    /// Where to write the figures (none: no figures).
+    out: Option<PathBuf>,
+}
+
+/// One cell of the throughput table.
+struct ThroughputRow {
+    inline: bool,
+    latency_ns: u64,
+    threads: usize,
+    /// Index into [`PHASES`].
+    phase: usize,
+    fptree_ops_s: f64,
+    dram_ops_s: f64,
+}
+
+/// One line of the recovery table.
+struct RecoveryRow {
+    inline: bool,
+    records: u64,
+    open_ms: f64,
+    rebuild_ms: f64,
 }
 
 fn parse_list<T: std::str::FromStr>(s: &str) -> Vec<T> {
@@ -74,6 +100,7 @@ fn args() -> Args {
         leaf_groups: false,
         fill_engine: 0,
         dir: std::env::temp_dir(),
+        out: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -99,6 +126,7 @@ fn args() -> Args {
             "--leaf-groups" => a.leaf_groups = v.parse().expect("--leaf-groups true|false"),
             "--fill-engine" => a.fill_engine = v.parse().expect("fill-engine"),
             "--dir" => a.dir = v.into(),
+            "--out" => a.out = Some(v.into()),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -251,7 +279,8 @@ fn settle_allocator() {
     drop(std::hint::black_box(vec![1u8; 1 << 20]));
 }
 
-fn throughput(a: &Args) {
+fn throughput(a: &Args) -> Vec<ThroughputRow> {
+    let mut rows = Vec::new();
     println!(
         "## Throughput (ops/s, median of {}; {} warm keys, {} ops per phase, {}-byte values)\n",
         a.runs, a.keys, a.ops, a.value_bytes
@@ -286,6 +315,14 @@ fn throughput(a: &Args) {
             }
             for p in 0..4 {
                 let f = median(fp[p].clone());
+                rows.push(ThroughputRow {
+                    inline,
+                    latency_ns: latency,
+                    threads,
+                    phase: p,
+                    fptree_ops_s: f,
+                    dram_ops_s: base[p],
+                });
                 println!(
                     "| {} | {latency} | {threads} | {} | {f:.0} | {:.0} | {:.2}x |",
                     layout_name(inline),
@@ -297,9 +334,11 @@ fn throughput(a: &Args) {
         }
     }
     let _ = std::fs::remove_file(&path);
+    rows
 }
 
-fn recovery(a: &Args) {
+fn recovery(a: &Args) -> Vec<RecoveryRow> {
+    let mut rows = Vec::new();
     println!("\n## Recovery (median of {}) and DRAM footprint\n", a.runs);
     println!(
         "| layout | records | FPTree open ms | rebuild from log ms | rebuild / open | \
@@ -345,6 +384,7 @@ fn recovery(a: &Args) {
             settle_allocator();
         }
         let (open_ms, rebuild_ms) = (median(opens), median(rebuilds));
+        rows.push(RecoveryRow { inline, records: keys, open_ms, rebuild_ms });
         let (inner, used) = footprint;
         let mib = |b: u64| b as f64 / f64::from(1 << 20);
         println!(
@@ -357,6 +397,7 @@ fn recovery(a: &Args) {
         );
     }
     let _ = std::fs::remove_file(&path);
+    rows
 }
 
 fn fill_engine(a: &Args) {
@@ -392,8 +433,14 @@ fn main() {
         fill_engine(&a);
         return;
     }
-    if a.ops > 0 {
-        throughput(&a);
+    let throughput_rows = if a.ops > 0 { throughput(&a) } else { Vec::new() };
+    let recovery_rows = recovery(&a);
+    if let Some(out) = &a.out {
+        let written = plot::write_plots(out, &throughput_rows, &recovery_rows)
+            .unwrap_or_else(|e| panic!("writing the figures into {}: {e}", out.display()));
+        println!();
+        for path in written {
+            println!("figure: {}", path.display());
+        }
     }
-    recovery(&a);
 }
