@@ -21,7 +21,6 @@ use lamina_storage::pmem::{PPtr, PmemRegion};
 use lamina_storage::prefetch::prefetch_read;
 use parking_lot::Mutex;
 
-use crate::blob::{BLOB_HEADER_BYTES, BlobHeader, decode_blob};
 use crate::fingerprint::fingerprint;
 use crate::leaf::{LEAF_BYTES, LEAF_SLOTS, Leaf, bits};
 use crate::store::Store;
@@ -333,7 +332,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
             if p.is_null() {
                 return Err(corrupt(leaf.slot_at(slot), "a valid slot is null".into()));
             }
-            let key = self.read_blob_key(p, blob)?;
+            let (key, _) = self.read_blob(p, blob)?;
             if fingerprints[slot] != fingerprint(key) {
                 return Err(corrupt(leaf.at, format!("slot {slot}: fingerprint mismatch")));
             }
@@ -346,21 +345,6 @@ impl<R: PmemRegion + ?Sized> Store<R> {
             spans.push((start, key.len() as u32, fingerprints[slot]));
         }
         Ok(())
-    }
-
-    /// Reads the blob `p` names into `buf` and checks it (block, header, checksum); returns
-    /// its key, a slice of `buf`.
-    fn read_blob_key<'b>(&self, p: PPtr, buf: &'b mut Vec<u8>) -> Result<&'b [u8]> {
-        self.read_miss();
-        let (offset, block_bytes) = self.alloc.block_of(p)?;
-        let mut header = [0u8; BLOB_HEADER_BYTES];
-        self.region().read(offset, &mut header)?;
-        let parsed =
-            BlobHeader::decode(&header, block_bytes).map_err(|e| e.at(&self.path(), offset))?;
-        buf.resize(BLOB_HEADER_BYTES + parsed.key_len + parsed.value_len, 0);
-        self.region().read(offset, buf)?;
-        let (key, _) = decode_blob(buf, block_bytes).map_err(|e| e.at(&self.path(), offset))?;
-        Ok(key)
     }
 }
 

@@ -184,17 +184,27 @@ impl<R: PmemRegion + ?Sized> Store<R> {
 
     /// Reads and checks the whole record `pptr` names: (key, value).
     pub(crate) fn read_record(&self, pptr: PPtr) -> Result<(Vec<u8>, Vec<u8>)> {
+        let mut buf = Vec::new();
+        let (key, value) = self.read_blob(pptr, &mut buf)?;
+        Ok((key.to_vec(), value.to_vec()))
+    }
+
+    /// Reads the blob `pptr` names into `buf` (resized to fit) and checks it (an allocated
+    /// block, the header, the checksum); returns its key and value, slices of `buf`.
+    pub(crate) fn read_blob<'b>(
+        &self,
+        pptr: PPtr,
+        buf: &'b mut Vec<u8>,
+    ) -> Result<(&'b [u8], &'b [u8])> {
         self.read_miss();
         let (offset, block_bytes) = self.alloc.block_of(pptr)?;
         let mut header = [0u8; BLOB_HEADER_BYTES];
         self.region().read(offset, &mut header)?;
         let parsed =
             BlobHeader::decode(&header, block_bytes).map_err(|e| e.at(&self.path(), offset))?;
-        let mut bytes = vec![0u8; BLOB_HEADER_BYTES + parsed.key_len + parsed.value_len];
-        self.region().read(offset, &mut bytes)?;
-        let (key, value) =
-            decode_blob(&bytes, block_bytes).map_err(|e| e.at(&self.path(), offset))?;
-        Ok((key.to_vec(), value.to_vec()))
+        buf.resize(BLOB_HEADER_BYTES + parsed.key_len + parsed.value_len, 0);
+        self.region().read(offset, buf)?;
+        decode_blob(buf, block_bytes).map_err(|e| e.at(&self.path(), offset))
     }
 
     /// Allocates a record blob into the (null) slot pointer at `slot_at` and writes the record
