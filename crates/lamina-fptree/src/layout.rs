@@ -106,6 +106,10 @@ pub struct TreeHeader {
     pub leaf_bytes: u32,
     /// The allocation configuration.
     pub config: FpTreeConfig,
+    /// The tree's writes record their pending slots in the leaves' bitmap words
+    /// (`crate::leaf::Pending`), so recovery frees a stray blob only in a pending slot.
+    /// Set for blob trees created since 2026-11-29; older trees (0) keep freeing every stray.
+    pub pending_slots: bool,
 }
 
 /// Offset of the checksum within the header.
@@ -125,6 +129,7 @@ impl Encode for TreeHeader {
         out.extend_from_slice(&u32::from(self.config.leaf_groups).to_le_bytes());
         out.extend_from_slice(&self.config.group_leaves.to_le_bytes());
         out.extend_from_slice(&u32::from(self.config.inline_records).to_le_bytes());
+        out.extend_from_slice(&u32::from(self.pending_slots).to_le_bytes());
         out.resize(start + HEADER_CRC_AT, 0);
         let crc = masked_crc32c(&out[start..]);
         out.extend_from_slice(&crc.to_le_bytes());
@@ -155,8 +160,13 @@ impl Decode for TreeHeader {
             1 => true,
             other => return Err(DecodeError::new(28, format!("bad inline-records flag {other}"))),
         };
-        if r.bytes(HEADER_CRC_AT - 32)?.iter().any(|&b| b != 0) {
-            return Err(DecodeError::new(32, "reserved bytes are not zero"));
+        let pending_slots = match r.u32()? {
+            0 => false,
+            1 => true,
+            other => return Err(DecodeError::new(32, format!("bad pending-slots flag {other}"))),
+        };
+        if r.bytes(HEADER_CRC_AT - 36)?.iter().any(|&b| b != 0) {
+            return Err(DecodeError::new(36, "reserved bytes are not zero"));
         }
         let stored = r.u32()?;
         if r.u32()? != 0 {
@@ -173,6 +183,7 @@ impl Decode for TreeHeader {
             leaf_slots,
             leaf_bytes,
             config: FpTreeConfig { leaf_groups, group_leaves, inline_records },
+            pending_slots,
         })
     }
 }
@@ -182,7 +193,12 @@ mod tests {
     use super::*;
 
     fn header() -> TreeHeader {
-        TreeHeader { leaf_slots: 48, leaf_bytes: 896, config: FpTreeConfig::with_leaf_groups() }
+        TreeHeader {
+            leaf_slots: 48,
+            leaf_bytes: 896,
+            config: FpTreeConfig::with_leaf_groups(),
+            pending_slots: true,
+        }
     }
 
     #[test]
@@ -197,10 +213,12 @@ mod tests {
 
     #[test]
     fn a_header_of_before_inline_records_reads_as_blob_records() {
-        // Bytes 28..32 were reserved (zero) before the flag existed.
-        let bytes = header().encode();
-        assert_eq!(&bytes[28..32], &[0, 0, 0, 0]);
-        assert!(!TreeHeader::decode(&bytes).unwrap().config.inline_records);
+        // Bytes 28..36 were reserved (zero) before the flags existed.
+        let old = TreeHeader { pending_slots: false, ..header() };
+        let bytes = old.encode();
+        assert_eq!(&bytes[28..36], &[0; 8]);
+        let decoded = TreeHeader::decode(&bytes).unwrap();
+        assert!(!decoded.config.inline_records && !decoded.pending_slots);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //!
 //! | offset | size | field |
 //! | --- | --- | --- |
-//! | 0 | 8 | validity bitmap: bit `i` set when slot `i` holds a record (written p-atomically, persisted last) |
+//! | 0 | 8 | validity bitmap: bit `i` (0..48) set when slot `i` holds a record (written p-atomically, persisted last); bits 48..62: the pending slots of the write in progress (blob records, [`Pending`]) |
 //! | 8 | 8 | version lock (transient: never persisted on purpose, reset at recovery; odd = locked) |
 //! | 16 | 48 | fingerprints, one byte per slot (section 4.2): with the bitmap, the first cache line |
 //! | 64 | 16 | next leaf, a persistent pointer (null for the last leaf) |
@@ -18,6 +18,78 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use lamina_core::Result;
 use lamina_storage::pmem::{PPtr, PmemRegion, WORD_BYTES};
+
+/// The slots a write in progress may leave holding a blob while invalid (blob records only):
+/// an insert's or update's new slot before the bitmap names it, an update's old slot and a
+/// delete's slot after it does not and before the blob is freed. Recorded in the bitmap
+/// word's bits 48..62, written and persisted before the write makes such a slot (with the
+/// new slot's fingerprint, in the same line), and replaced by the commit's bitmap store.
+/// Recovery frees a stray blob only in a pending slot: an invalid slot naming a blob
+/// anywhere else is damage (a cleared valid bit), `Corruption`, not an interrupted write.
+///
+/// | bits | field |
+/// | --- | --- |
+/// | 48..54 | slot `a` |
+/// | 54 | `a` present |
+/// | 55..61 | slot `b` |
+/// | 61 | `b` present |
+/// | 62..64 | 0 |
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pending {
+    /// A pending slot.
+    pub a: Option<u8>,
+    /// Another pending slot.
+    pub b: Option<u8>,
+}
+
+impl Pending {
+    /// No pending slot.
+    pub const NONE: Pending = Pending { a: None, b: None };
+
+    /// One pending slot.
+    pub fn one(slot: usize) -> Self {
+        Pending { a: Some(slot_u8(slot)), b: None }
+    }
+
+    /// Two pending slots (`b` optional).
+    pub fn two(a: usize, b: Option<usize>) -> Self {
+        Pending { a: Some(slot_u8(a)), b: b.map(slot_u8) }
+    }
+
+    /// Whether `slot` is pending.
+    pub fn contains(self, slot: usize) -> bool {
+        self.a.is_some_and(|a| usize::from(a) == slot)
+            || self.b.is_some_and(|b| usize::from(b) == slot)
+    }
+
+    /// The bits of the bitmap word.
+    pub fn encode(self) -> u64 {
+        let field = |slot: Option<u8>| slot.map_or(0, |s| u64::from(s) | 1 << 6);
+        field(self.a) << 48 | field(self.b) << 55
+    }
+
+    /// The pending slots of a bitmap word; `None` if its bits 48..64 are not a valid
+    /// encoding (bits 62..64 set, or a slot past the leaf's).
+    pub fn decode(word: u64) -> Option<Self> {
+        if word >> 62 != 0 {
+            return None;
+        }
+        let field = |bits: u64| -> Option<Option<u8>> {
+            let slot = bits & 0x3f;
+            match (bits >> 6 & 1 == 1, slot < LEAF_SLOTS as u64) {
+                (false, _) if slot == 0 => Some(None),
+                (true, true) => Some(Some(slot as u8)),
+                _ => None,
+            }
+        };
+        Some(Pending { a: field(word >> 48 & 0x7f)?, b: field(word >> 55 & 0x7f)? })
+    }
+}
+
+fn slot_u8(slot: usize) -> u8 {
+    assert!(slot < LEAF_SLOTS, "slot {slot} of a {LEAF_SLOTS}-slot leaf");
+    slot as u8
+}
 
 /// Slots per leaf (the paper's `m`); every slot's fingerprint fits the first line.
 pub const LEAF_SLOTS: usize = 48;
@@ -71,9 +143,29 @@ impl<'a, R: PmemRegion + ?Sized> Leaf<'a, R> {
         &self.region.words()[((self.at + offset) / WORD_BYTES) as usize]
     }
 
-    /// The validity bitmap.
+    /// The validity bitmap (the valid bits of the bitmap word).
     pub fn bitmap(&self) -> u64 {
+        self.bitmap_word() & FULL_BITMAP
+    }
+
+    /// The whole bitmap word: valid bits and pending slots.
+    pub fn bitmap_word(&self) -> u64 {
         self.word(BITMAP_AT).load(Ordering::Acquire)
+    }
+
+    /// Stores the whole bitmap word without persisting it (the caller persists its line).
+    pub fn set_bitmap_word_unpersisted(&self, word: u64) {
+        self.word(BITMAP_AT).store(word, Ordering::Release);
+    }
+
+    /// Stores the valid bits `bitmap` and the pending slots `pending` p-atomically, and
+    /// persists the word.
+    pub fn set_bitmap_pending(&self, bitmap: u64, pending: Pending) -> Result<()> {
+        debug_assert_eq!(bitmap & !FULL_BITMAP, 0);
+        self.word(BITMAP_AT).store(bitmap | pending.encode(), Ordering::Release);
+        self.region.persist(self.at + BITMAP_AT, WORD_BYTES)?;
+        self.region.fence();
+        Ok(())
     }
 
     /// Stores the bitmap p-atomically and persists it: the commit point of every leaf change.

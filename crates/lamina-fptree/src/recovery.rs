@@ -23,7 +23,7 @@ use crate::layout::{
     GROUP_TAIL_PPTR, HEAD_LEAF_PPTR, LINE_BYTES, SPLIT_LOGS, SPLIT_LOGS_OFFSET, TREE_HEADER_OFFSET,
     TREE_MAGIC, TreeHeader,
 };
-use crate::leaf::{FULL_BITMAP, LEAF_BYTES, LEAF_MAGIC, LEAF_SLOTS};
+use crate::leaf::{FULL_BITMAP, LEAF_BYTES, LEAF_MAGIC, LEAF_SLOTS, Pending};
 use crate::microlog::{log_pointer, set_log_pointer};
 use crate::recovery_records::{ChunkMarks, WalkedAndChecked};
 use crate::store::Store;
@@ -88,6 +88,7 @@ pub(crate) fn open<R: PmemRegion + ?Sized, I: InnerIndex>(
             Error::corruption(&path, HEAD_LEAF_PPTR, "the tree has no first leaf")
         })?;
         store = Store::new(alloc, header.config, head);
+        store.pending_slots = header.pending_slots;
     } else {
         store = Store::new(alloc, config, 0);
         store.initialize()?;
@@ -164,6 +165,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
             leaf_slots: LEAF_SLOTS as u32,
             leaf_bytes: LEAF_BYTES as u32,
             config: self.config,
+            pending_slots: self.pending_slots,
         };
         // The magic last, in its own 8-byte (p-atomic) store: a crash tearing the header's
         // write leaves the magic zero and the next open initializes again, never a
@@ -200,14 +202,19 @@ impl<R: PmemRegion + ?Sized> Store<R> {
                 if leaf.magic() != LEAF_MAGIC {
                     return Err(corrupt(leaf.at, "not a leaf (bad magic)".into()));
                 }
-                let bitmap = leaf.bitmap();
-                if bitmap & !FULL_BITMAP != 0 {
+                let word = leaf.bitmap_word();
+                let pending_ok = if self.pending_slots {
+                    Pending::decode(word).is_some()
+                } else {
+                    word & !FULL_BITMAP == 0
+                };
+                if !pending_ok {
                     return Err(corrupt(
                         leaf.at,
-                        format!("bitmap {bitmap:#x} has bits past the slots"),
+                        format!("bitmap word {word:#x} has bits past the slots"),
                     ));
                 }
-                emit(leaf.at, bitmap);
+                emit(leaf.at, word);
                 count += 1;
                 let n = leaf.next();
                 next = (!n.is_null()).then_some(n);
@@ -217,7 +224,8 @@ impl<R: PmemRegion + ?Sized> Store<R> {
         let mut walked: Vec<Walked> = Vec::with_capacity(leaves.len());
         let mut strays = Vec::new();
         let mut prev_max: Option<Vec<u8>> = None;
-        for (&(at, bitmap), leaf) in leaves.iter().zip(checked) {
+        for (&(at, word), leaf) in leaves.iter().zip(checked) {
+            let bitmap = word & FULL_BITMAP;
             if let (Some(max), Some(min)) = (&prev_max, &leaf.min_key)
                 && max >= min
             {
@@ -263,18 +271,27 @@ impl<R: PmemRegion + ?Sized> Store<R> {
     /// slot names (an interrupted insert, update or delete) frees it.
     fn free_strays(
         &self,
-        strays: Vec<(u64, PPtr)>,
+        strays: Vec<(u64, PPtr, bool)>,
         named: &ChunkMarks,
         report: &mut RecoveryReport,
     ) -> Result<()> {
         let mut freed = HashSet::new();
-        for (slot_at, p) in strays {
+        for (slot_at, p, pending) in strays {
             let chunk = self.alloc.header().layout.chunk_at(p.offset);
             if chunk.is_some_and(|c| named.contains(c)) || freed.contains(&p.offset) {
                 PPtr::NULL.write_to(self.region(), slot_at)?;
                 self.region().persist(slot_at, PPtr::ENCODED_BYTES)?;
                 self.region().fence();
                 report.stray_pointers_reset += 1;
+            } else if self.pending_slots && !pending {
+                // No write in progress left this slot invalid: its bit was cleared by
+                // damage, and freeing the blob would lose the record silently.
+                return Err(Error::corruption(
+                    self.path(),
+                    slot_at,
+                    "an invalid slot names a blob no write in progress explains (a valid \
+                     bit cleared?)",
+                ));
             } else {
                 self.alloc.deallocate(slot_at).map_err(|e| {
                     Error::corruption(self.path(), slot_at, format!("an invalid slot: {e}"))

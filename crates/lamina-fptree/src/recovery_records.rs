@@ -22,7 +22,7 @@ use lamina_storage::prefetch::prefetch_read;
 use parking_lot::Mutex;
 
 use crate::fingerprint::fingerprint;
-use crate::leaf::{LEAF_BYTES, LEAF_SLOTS, Leaf, bits};
+use crate::leaf::{FULL_BITMAP, LEAF_BYTES, LEAF_SLOTS, Leaf, Pending, bits};
 use crate::store::Store;
 
 /// Most threads recovery uses.
@@ -102,8 +102,9 @@ pub(crate) struct LeafRecordsChecked {
     pub min_key: Option<Vec<u8>>,
     pub max_key: Option<Vec<u8>>,
     pub records: usize,
-    /// Invalid slots that still name a blob: (slot offset, pointer).
-    pub strays: Vec<(u64, PPtr)>,
+    /// Invalid slots that still name a blob: (slot offset, pointer, whether the slot is one
+    /// of the leaf's pending slots).
+    pub strays: Vec<(u64, PPtr, bool)>,
 }
 
 /// A thread's reusable buffers.
@@ -250,13 +251,17 @@ impl<R: PmemRegion + ?Sized> Store<R> {
         }
     }
 
+    /// Checks the leaf at `at` whose bitmap word (valid bits and pending slots, checked by
+    /// the walk) is `word`.
     fn check_leaf(
         &self,
         at: u64,
-        bitmap: u64,
+        word: u64,
         named: &mut ChunkMarks,
         scratch: &mut Scratch,
     ) -> Result<LeafRecordsChecked> {
+        let bitmap = word & FULL_BITMAP;
+        let pending = Pending::decode(word).unwrap_or_default();
         // The path only on an error: building it is an allocation per leaf.
         let corrupt = |at: u64, why: String| Error::corruption(self.path(), at, why);
         let leaf = self.leaf(at);
@@ -269,7 +274,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
             return check_inline_keys(leaf, bitmap, &fingerprints)
                 .map_err(|(at, why)| corrupt(at, why));
         }
-        self.collect_blob_keys(leaf, bitmap, &fingerprints, named, scratch, &mut strays)?;
+        self.collect_blob_keys(leaf, bitmap, pending, &fingerprints, named, scratch, &mut strays)?;
         let Scratch { keys, spans, .. } = scratch;
         let key_of =
             |&(start, len, _): &(u32, u32, u8)| &keys[start as usize..(start + len) as usize];
@@ -298,14 +303,16 @@ impl<R: PmemRegion + ?Sized> Store<R> {
 
     /// The keys of `leaf`'s valid slots, each from its blob (checked, and marked in
     /// `named`), into `scratch`; the invalid slots that still name a blob into `strays`.
+    #[allow(clippy::too_many_arguments, reason = "the parts of one leaf's check")]
     fn collect_blob_keys(
         &self,
         leaf: Leaf<'_, R>,
         bitmap: u64,
+        pending: Pending,
         fingerprints: &[u8; LEAF_SLOTS],
         named: &mut ChunkMarks,
         scratch: &mut Scratch,
-        strays: &mut Vec<(u64, PPtr)>,
+        strays: &mut Vec<(u64, PPtr, bool)>,
     ) -> Result<()> {
         // The path only on an error: building it is an allocation per leaf.
         let corrupt = |at: u64, why: String| Error::corruption(self.path(), at, why);
@@ -316,7 +323,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
             let p = leaf.slot(slot);
             if bitmap & (1 << slot) == 0 {
                 if !p.is_null() {
-                    strays.push((leaf.slot_at(slot), p));
+                    strays.push((leaf.slot_at(slot), p, pending.contains(slot)));
                 }
                 continue;
             }

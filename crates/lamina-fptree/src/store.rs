@@ -39,6 +39,8 @@ pub const READ_LATENCY_NS_MAX: u64 = 1_000_000;
 pub struct Store<R: PmemRegion + ?Sized> {
     pub(crate) alloc: PmemAllocator<R>,
     pub(crate) config: FpTreeConfig,
+    /// Writes record their pending slots (`TreeHeader::pending_slots`).
+    pub(crate) pending_slots: bool,
     /// The first leaf's offset (never removed, so constant).
     pub(crate) head: u64,
     pub(crate) split_logs: LogQueue,
@@ -71,6 +73,7 @@ impl<R: PmemRegion + ?Sized> Store<R> {
         Store {
             alloc,
             config,
+            pending_slots: !config.inline_records,
             head,
             split_logs: LogQueue::new(SPLIT_LOGS_OFFSET, SPLIT_LOGS),
             delete_logs: LogQueue::new(DELETE_LOGS_OFFSET, DELETE_LOGS),

@@ -14,7 +14,7 @@ use lamina_storage::pmem::PmemRegion;
 
 use crate::fingerprint::fingerprint;
 use crate::inner::{InnerIndex, Visit};
-use crate::leaf::{FULL_BITMAP, Leaf, first_free};
+use crate::leaf::{FULL_BITMAP, Leaf, Pending, first_free};
 use crate::store::{Store, bump};
 use crate::tree::FpTree;
 
@@ -109,7 +109,9 @@ impl<R: PmemRegion + ?Sized, I: InnerIndex> FpTree<R, I> {
             }
         };
         let result = (|| {
-            leaf.set_bitmap(leaf.bitmap() & !(1 << slot))?; // Algorithm 15 line 17
+            // Algorithm 15 line 17; the slot stays pending until its blob is freed.
+            let pending = if store.pending_slots { Pending::one(slot) } else { Pending::NONE };
+            leaf.set_bitmap_pending(leaf.bitmap() & !(1 << slot), pending)?;
             store.release_record(leaf, slot) // line 18
         })();
         if let Err(e) = result {
@@ -164,16 +166,32 @@ fn put_in_leaf<R: PmemRegion + ?Sized>(
     }
     let bitmap = leaf.bitmap();
     let slot = first_free(bitmap).expect("a leaf with a free slot");
-    store.write_record(leaf, slot, key, value)?; // lines 13-15
-    leaf.set_fingerprint(slot, fp)?; // line 16
     let region = store.region();
-    region.persist(leaf.at + crate::leaf::FINGERPRINTS_AT + slot as u64, 1)?; // line 17
-    region.fence();
+    if store.pending_slots {
+        // The fingerprint (line 16) goes first, with the slots this write may leave holding
+        // a blob while invalid (the new one, and an update's old one) in the bitmap word of
+        // the same line: one persist, before the allocation makes a stray possible.
+        leaf.set_fingerprint(slot, fp)?;
+        leaf.set_bitmap_word_unpersisted(bitmap | Pending::two(slot, old).encode());
+        region.persist(leaf.at, crate::layout::LINE_BYTES)?; // line 17
+        region.fence();
+        store.write_record(leaf, slot, key, value)?; // lines 13-15
+    } else {
+        store.write_record(leaf, slot, key, value)?; // lines 13-15
+        leaf.set_fingerprint(slot, fp)?; // line 16
+        region.persist(leaf.at + crate::leaf::FINGERPRINTS_AT + slot as u64, 1)?; // line 17
+        region.fence();
+    }
     let mut new_bitmap = bitmap | 1 << slot;
     if let Some(old) = old {
         new_bitmap &= !(1 << old); // Algorithm 8 lines 17-18: both bits in one write
     }
-    leaf.set_bitmap(new_bitmap)?; // line 18
+    // Line 18, the commit. An update's old slot stays pending until its blob is freed.
+    let pending = match old {
+        Some(old) if store.pending_slots => Pending::one(old),
+        _ => Pending::NONE,
+    };
+    leaf.set_bitmap_pending(new_bitmap, pending)?;
     if let Some(old) = old {
         // Algorithm 16 line 16 resets the old slot's pointer; here a blob holds key and value,
         // so the old blob is freed, which resets the pointer (nothing for an inline record).

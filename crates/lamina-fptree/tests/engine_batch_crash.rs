@@ -9,9 +9,11 @@ use std::sync::Arc;
 
 use common::{check_tree, key, value};
 use lamina_core::{OpenIntent, OrderedIndex, WriteBatch};
+use lamina_fptree::engine::BATCH_COMMITTED;
+use lamina_fptree::layout::BATCH_LOG_PPTR;
 use lamina_fptree::{FpTreeConfig, FpTreeEngine};
-use lamina_storage::pmem::SimulatedRegion;
 use lamina_storage::pmem::crash_test::for_each_persist_point;
+use lamina_storage::pmem::{PmemRegion, SimulatedRegion};
 
 #[test]
 fn a_batch_is_all_or_nothing_at_every_crash_point() {
@@ -39,6 +41,7 @@ fn a_batch_is_all_or_nothing_at_every_crash_point() {
         }
         after.insert(key(3), value(3, 9));
         let (saw_before, saw_after) = (Cell::new(0), Cell::new(0));
+        let damaged_commits = Cell::new(0);
         for_each_persist_point(
             512 << 10,
             &[None, Some(5)],
@@ -65,6 +68,26 @@ fn a_batch_is_all_or_nothing_at_every_crash_point() {
                 engine.write_batch(&batch)
             },
             |recovered, point| {
+                // A committed batch log whose commit word is damaged must not read as
+                // uncommitted (recovery would leave the batch partly applied): Corruption.
+                let log = recovered.load_u64(BATCH_LOG_PPTR + 8)?;
+                if log != 0 && recovered.load_u64(log)? == BATCH_COMMITTED {
+                    for bit in [0, 17, 63] {
+                        let damaged = recovered.crash();
+                        damaged.store_u64(log, BATCH_COMMITTED ^ (1 << bit))?;
+                        let result = FpTreeEngine::<SimulatedRegion>::open_region(
+                            Arc::new(damaged),
+                            config,
+                            OpenIntent::MustExist,
+                        );
+                        assert!(
+                            matches!(&result, Err(lamina_core::Error::Corruption { .. })),
+                            "crash at {point:?}, commit word bit {bit}: {:?}",
+                            result.map(|_| ())
+                        );
+                        damaged_commits.set(damaged_commits.get() + 1);
+                    }
+                }
                 let engine = FpTreeEngine::<SimulatedRegion>::open_region(
                     Arc::new(recovered),
                     config,
@@ -86,5 +109,6 @@ fn a_batch_is_all_or_nothing_at_every_crash_point() {
         )
         .unwrap_or_else(|failure| panic!("{failure:?}"));
         assert!(saw_before.get() > 0 && saw_after.get() > 10);
+        assert!(damaged_commits.get() > 0, "no crash image had a committed batch log");
     }
 }

@@ -282,6 +282,14 @@ impl Sim {
                 self.tally.clear_errors += 1;
                 Ok(Judged::Clear)
             }
+            // A store never opened yet is opened as one that may be created: a flip in its
+            // region's header magic makes it a file of another kind, which is refused
+            // (`Incompatible`) rather than formatted over (as `lamina::Db` does for a store
+            // whose creation was not yet recorded).
+            (Error::Incompatible { .. }, _) if self.damaged && self.fresh => {
+                self.tally.clear_errors += 1;
+                Ok(Judged::Clear)
+            }
             _ => Err(format!("{during}: unexpected error {e:?}")),
         }
     }

@@ -146,6 +146,12 @@ impl<I: InnerIndex> FpTreeEngine<MmapRegion, I> {
     }
 }
 
+/// Most bits by which a batch log's commit word may differ from [`BATCH_COMMITTED`] and
+/// still be taken for a damaged commit word (`Corruption`) rather than a log that was never
+/// committed: an uncommitted log's word is 0 or whatever its block held before (a freed log
+/// clears its word first, so only damage leaves a near miss of the magic).
+const COMMIT_WORD_DAMAGE_BITS_MAX: u32 = 8;
+
 /// A region that is not a formatted FPTree region where the store existed is damage
 /// (`Corruption`), not another kind of file (`Incompatible`): the database's `LAMINA` file
 /// says this directory's engine made it.
@@ -232,7 +238,20 @@ impl<R: SyncRegion + ?Sized, I: InnerIndex> FpTreeEngine<R, I> {
             return Ok(());
         }
         let (offset, block_bytes) = self.alloc().block_of(pptr)?;
-        if region.load_u64(offset)? == BATCH_COMMITTED {
+        let commit = region.load_u64(offset)?;
+        if commit != BATCH_COMMITTED
+            && (commit ^ BATCH_COMMITTED).count_ones() <= COMMIT_WORD_DAMAGE_BITS_MAX
+        {
+            // Not a log still being written (its word is 0, or what the block held before),
+            // but a commit word a few bits off: damage. Reading it as uncommitted would free
+            // the log and leave a batch that was partly applied partly applied.
+            return Err(Error::corruption(
+                region.path(),
+                offset,
+                format!("the batch log's commit word {commit:#x} is damaged"),
+            ));
+        }
+        if commit == BATCH_COMMITTED {
             let mut header = [0u8; BATCH_HEADER_BYTES];
             region.read(offset, &mut header)?;
             let path = region.path();
