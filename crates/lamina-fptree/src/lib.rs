@@ -7,9 +7,12 @@
 //!
 //! - [`FpTree`]: the tree (`get`, `put`, `delete`, `scan`, recovery on `open`), generic over
 //!   the persistent region and the inner nodes ([`inner::InnerIndex`]).
-//! - The persistent part: `leaf` (Figure 2), `blob` (records, Appendix C), `fingerprint`
-//!   (section 4.2), `microlog`, `split` (Algorithms 3-4), `delete_leaf` (6-7), `groups`
-//!   (10-13), `recovery` (9, 17), `write` (2, 5, 8, 14-16).
+//! - The persistent part: `leaf` (Figure 2, with the pending slots of a write in progress),
+//!   `leaf_lock` (the leaf's version lock, section 4.4), `record` (a slot's record: a blob,
+//!   Appendix C, or inline, section 4's fixed-size case), `blob`, `fingerprint` (section 4.2),
+//!   `microlog`, `split` (Algorithms 3-4), `delete_leaf` (6-7), `groups` (10-13), `recovery`
+//!   (9, 17) with `recovery_records` (the check of every leaf, on several threads), `write`
+//!   (2, 5, 8, 14-16).
 //!
 //! Byte layout: `docs/format/fptree.md`. Algorithm map and adaptations: the crate README.
 

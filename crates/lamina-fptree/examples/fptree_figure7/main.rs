@@ -138,11 +138,9 @@ fn args() -> Args {
 }
 
 /// The tree's configuration for a record layout (`inline`: fixed-size records), with leaf
-/// groups when `--leaf-groups true` (read from the process's arguments once).
-fn tree_config(inline: bool) -> FpTreeConfig {
-    static LEAF_GROUPS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let leaf_groups = *LEAF_GROUPS.get_or_init(|| args().leaf_groups);
-    FpTreeConfig { inline_records: inline, leaf_groups, ..FpTreeConfig::default() }
+/// groups when `--leaf-groups true`.
+fn tree_config(a: &Args, inline: bool) -> FpTreeConfig {
+    FpTreeConfig { inline_records: inline, leaf_groups: a.leaf_groups, ..FpTreeConfig::default() }
 }
 
 fn layout_name(inline: bool) -> &'static str {
@@ -252,20 +250,20 @@ fn mmap(latency_ns_per_line: u64) -> MmapOptions {
 }
 
 /// A fresh tree of `keys` records at 0 ns; returns the file (the tree is closed).
-fn warm(path: &Path, keys: u64, vb: usize, inline: bool) {
+fn warm(path: &Path, keys: u64, vb: usize, config: FpTreeConfig) {
     let _ = std::fs::remove_file(path);
     let region = MmapRegion::create(path, region_bytes(keys, vb), mmap(0)).unwrap();
-    let tree = Tree::create(Arc::new(region), FILE_ID, tree_config(inline)).unwrap();
+    let tree = Tree::create(Arc::new(region), FILE_ID, config).unwrap();
     for i in 0..keys {
         tree.put(&key(i), &value(i, vb)).unwrap();
     }
 }
 
-fn open(path: &Path, latency_ns: u64, inline: bool) -> (Tree, f64) {
+fn open(path: &Path, latency_ns: u64, config: FpTreeConfig) -> (Tree, f64) {
     let start = Instant::now();
     let region = MmapRegion::open(path, mmap(latency_ns)).unwrap();
-    let tree = Tree::open(Arc::new(region), tree_config(inline)).unwrap();
-    assert_eq!(tree.config().inline_records, inline);
+    let tree = Tree::open(Arc::new(region), config).unwrap();
+    assert_eq!(tree.config(), config, "the region holds the tree the experiment made");
     let seconds = start.elapsed().as_secs_f64();
     tree.set_read_latency_ns(latency_ns).unwrap();
     (tree, seconds)
@@ -306,8 +304,8 @@ fn throughput(a: &Args) -> Vec<ThroughputRow> {
         {
             let mut fp = vec![Vec::new(); 4];
             for _ in 0..a.runs {
-                warm(&path, a.keys, a.value_bytes, inline);
-                let (tree, _) = open(&path, latency, inline);
+                warm(&path, a.keys, a.value_bytes, tree_config(a, inline));
+                let (tree, _) = open(&path, latency, tree_config(a, inline));
                 let got = phases(&tree, a.keys, a.ops, threads, a.value_bytes);
                 for (p, ops) in got.iter().enumerate() {
                     fp[p].push(*ops);
@@ -349,7 +347,7 @@ fn recovery(a: &Args) -> Vec<RecoveryRow> {
     for (&inline, &keys) in
         a.records.iter().flat_map(|r| a.recovery_keys.iter().map(move |k| (r, k)))
     {
-        warm(&path, keys, a.value_bytes, inline);
+        warm(&path, keys, a.value_bytes, tree_config(a, inline));
         let mut log = Vec::new();
         for i in 0..keys {
             let (k, v) = (key(i), value(i, a.value_bytes));
@@ -362,7 +360,7 @@ fn recovery(a: &Args) -> Vec<RecoveryRow> {
         let (mut opens, mut rebuilds) = (Vec::new(), Vec::new());
         let mut footprint = (0, 0);
         for _ in 0..a.runs {
-            let (tree, seconds) = open(&path, 0, inline);
+            let (tree, seconds) = open(&path, 0, tree_config(a, inline));
             opens.push(seconds * 1e3);
             assert_eq!(tree.recovery_report().records as u64, keys);
             let stats = tree.stats();
