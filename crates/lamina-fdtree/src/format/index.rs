@@ -26,11 +26,31 @@ const VERSION: u32 = 1;
 /// Most blocks of one level (block indexes are u32).
 pub const BLOCKS_MAX: u64 = u32::MAX as u64;
 
-/// Keys packed back to back.
+/// Keys packed back to back, with each key's first 8 bytes beside them as a big-endian
+/// integer (zero-padded): a binary search compares those and reads a key only when they are
+/// equal, so a probe touches one array, not the end offsets and the key bytes (two cache
+/// lines less per probe for the lookups of issue 22; eight prefixes share a line, the
+/// segments of one 32 KiB block at the default sizes).
+///
+/// `prefix(a) < prefix(b)` implies `a < b` in the bytewise order (shorter first on a common
+/// prefix): at the first differing byte either both keys have it, or the one that ended
+/// has the padding 0 there and is a prefix of the other. Equal prefixes decide nothing.
 #[derive(Debug, Default, Clone)]
 struct KeyArena {
     bytes: Vec<u8>,
     ends: Vec<u32>,
+    prefixes: Vec<u64>,
+}
+
+/// `key`'s first 8 bytes as a big-endian integer, zero-padded.
+#[inline]
+fn key_prefix(key: &[u8]) -> u64 {
+    if let Some(head) = key.first_chunk::<8>() {
+        return u64::from_be_bytes(*head);
+    }
+    let mut head = [0u8; 8];
+    head[..key.len()].copy_from_slice(key);
+    u64::from_be_bytes(head)
 }
 
 impl KeyArena {
@@ -46,14 +66,20 @@ impl KeyArena {
     fn push(&mut self, key: &[u8]) {
         self.bytes.extend_from_slice(key);
         self.ends.push(u32::try_from(self.bytes.len()).expect("< 4 GiB of index keys per level"));
+        self.prefixes.push(key_prefix(key));
     }
 
     /// The last index in `range` whose key is `<= key`.
     fn last_at_or_before(&self, range: std::ops::Range<usize>, key: &[u8]) -> Option<usize> {
+        debug_assert_eq!(self.prefixes.len(), self.ends.len());
+        let prefix = key_prefix(key);
         let (mut lo, mut hi) = (range.start, range.end);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if lamina_core::key_order::le(self.get(mid), key) {
+            let at = self.prefixes[mid];
+            let le =
+                at < prefix || (at == prefix && lamina_core::key_order::le(self.get(mid), key));
+            if le {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -63,7 +89,7 @@ impl KeyArena {
     }
 
     fn memory_bytes(&self) -> u64 {
-        (self.bytes.capacity() + 4 * self.ends.capacity()) as u64
+        (self.bytes.capacity() + 4 * self.ends.capacity() + 8 * self.prefixes.capacity()) as u64
     }
 }
 
@@ -375,6 +401,37 @@ mod tests {
             ix.bloom().insert(k);
         }
         ix
+    }
+
+    /// The prefix search agrees with a bytewise search on keys that tie on their first 8
+    /// bytes, end in zero bytes, or are shorter than 8 bytes (the padding's edge cases).
+    #[test]
+    fn prefix_search_agrees_with_the_bytewise_order() {
+        let alphabet: [&[u8]; 4] = [b"", b"\0", b"\x01", b"\xff"];
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for head in [&b""[..], b"abc", b"abcdefg", b"abcdefgh", b"abcdefgh\0"] {
+            for a in alphabet {
+                for b in alphabet {
+                    keys.push([head, a, b].concat());
+                }
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        let mut arena = KeyArena::default();
+        for k in &keys {
+            arena.push(k);
+        }
+        let mut probes = keys.clone();
+        probes.extend(keys.iter().map(|k| [k.as_slice(), b"\0"].concat()));
+        probes.push(vec![0xff; 12]);
+        for probe in &probes {
+            for start in [0, 7, 30] {
+                let range = start..keys.len();
+                let want = range.clone().rev().find(|&i| keys[i].as_slice() <= probe.as_slice());
+                assert_eq!(arena.last_at_or_before(range, probe), want, "{probe:?} from {start}");
+            }
+        }
     }
 
     #[test]
