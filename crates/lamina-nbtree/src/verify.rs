@@ -167,8 +167,6 @@ pub fn verify_tree(
 /// record (no d-tree is read): the children of an s-node hold at most `f (sigma + e)` (plus
 /// the sigma of a flush in hand), and a leaf beside a sibling is not below `sigma / 4`.
 pub fn sizes_hold(tree: &STree, fanout: usize, sigma_bytes: u64) -> Result<(), String> {
-    let entry_max =
-        entry_bytes(lamina_core::limits::KEY_BYTES_MAX, Some(lamina_core::limits::VALUE_BYTES_MAX));
     let floor = crate::flush::underflow::leaf_underfull_bytes(sigma_bytes);
     for (&id, n) in &tree.nodes {
         if n.children.len() >= 2 {
@@ -185,7 +183,7 @@ pub fn sizes_hold(tree: &STree, fanout: usize, sigma_bytes: u64) -> Result<(), S
         }
         if !n.is_leaf() {
             let siblings: u64 = n.children.iter().map(|&c| tree.node(c).live_bytes).sum();
-            let limit = fanout as u64 * (sigma_bytes + entry_max) + sigma_bytes;
+            let limit = siblings_bytes_max(fanout, sigma_bytes);
             if siblings > limit {
                 return Err(format!(
                     "the children of s-node {id} hold {siblings} bytes, above f (sigma + e) = \
@@ -195,6 +193,39 @@ pub fn sizes_hold(tree: &STree, fanout: usize, sigma_bytes: u64) -> Result<(), S
         }
     }
     Ok(())
+}
+
+/// The between-jobs limit on what the children of one s-node hold together: `f (sigma + e)`
+/// plus the sigma of a flush in hand (section 5.1).
+fn siblings_bytes_max(fanout: usize, sigma_bytes: u64) -> u64 {
+    let entry_max =
+        entry_bytes(lamina_core::limits::KEY_BYTES_MAX, Some(lamina_core::limits::VALUE_BYTES_MAX));
+    fanout as u64 * (sigma_bytes + entry_max) + sigma_bytes
+}
+
+/// The path from the root to the deepest s-node whose children hold more than
+/// [`siblings_bytes_max`] (what a crash in the middle of a flush job can leave), if any: where
+/// [`crate::flush::FlushJob::resume`] takes the job up again.
+pub fn oversized_path(tree: &STree, fanout: usize, sigma_bytes: u64) -> Option<Vec<NodeId>> {
+    let limit = siblings_bytes_max(fanout, sigma_bytes);
+    let mut best: Option<Vec<NodeId>> = None;
+    let mut stack = vec![vec![tree.root]];
+    while let Some(path) = stack.pop() {
+        let n = tree.node(*path.last().expect("a path"));
+        if n.is_leaf() {
+            continue;
+        }
+        let siblings: u64 = n.children.iter().map(|&c| tree.node(c).live_bytes).sum();
+        if siblings > limit && best.as_ref().is_none_or(|b| b.len() < path.len()) {
+            best = Some(path.clone());
+        }
+        for &c in &n.children {
+            let mut longer = path.clone();
+            longer.push(c);
+            stack.push(longer);
+        }
+    }
+    best
 }
 
 /// Page accounting: the storage holds a d-tree file for every d-tree the tree names. (Files

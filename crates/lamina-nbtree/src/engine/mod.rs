@@ -250,6 +250,28 @@ impl NbTree {
         Ok(())
     }
 
+    /// Whether the tree still holds the state a crash left in the middle of a flush job:
+    /// the between-jobs size limits (section 5.1) do not hold yet. The open resumes the
+    /// interrupted cascade as a job of its own; this turns false when a job ends with the
+    /// limits holding.
+    pub fn recovered_mid_job(&self) -> bool {
+        self.inner.recovered_mid_job.load(Ordering::Acquire)
+    }
+
+    /// Whether the between-jobs size limits of section 5.1 hold on the tree as published
+    /// now (they may not in the middle of a job; for tests and tools).
+    pub fn between_jobs_sizes_hold(&self) -> bool {
+        let tree = self.stree();
+        crate::verify::sizes_hold(&tree, self.inner.fanout, self.inner.sigma_bytes).is_ok()
+    }
+
+    /// Whether the children of some s-node of the tree as published now hold more than the
+    /// between-jobs limit `f (sigma + e) + sigma` (for tests and tools).
+    pub fn has_oversized_s_node(&self) -> bool {
+        let tree = self.stree();
+        crate::verify::oversized_path(&tree, self.inner.fanout, self.inner.sigma_bytes).is_some()
+    }
+
     /// The s-tree as published now (for tests and tools).
     pub fn stree(&self) -> Arc<STree> {
         self.inner.published.read().version.stree.clone()

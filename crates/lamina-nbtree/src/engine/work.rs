@@ -189,10 +189,29 @@ impl Inner {
             self.counters.job_active.store(true, Ordering::Release);
             self.finish(work)?;
         }
+        // A crash between two steps of a job's cascade left an s-node whose children hold
+        // more than the between-jobs limit: the rest of that cascade is taken up again as a
+        // job of its own, scheduled like any job (not done here: it may write
+        // `(2f + 1) (sigma + e)` bytes per level, and opening stays quick).
+        if self.recovered_mid_job.load(Ordering::Acquire)
+            && let Some(path) =
+                crate::verify::oversized_path(&work.tree, self.fanout, self.sigma_bytes)
+        {
+            tracing::info!(depth = path.len(), "nbtree resumes a flush job a crash interrupted");
+            let job = FlushJob::resume(path, self.sigma_bytes, self.fanout, self.context.clone());
+            self.begin_job(work, job);
+        }
         Ok(())
     }
 
     fn start_job(&self, work: &mut Work, frozen: Arc<Memtable>) {
+        let job = FlushJob::new(frozen, self.sigma_bytes, self.fanout, self.context.clone());
+        self.begin_job(work, job);
+    }
+
+    /// Makes `job` the job in progress, with the schedule of its credit (module docs).
+    fn begin_job(&self, work: &mut Work, job: FlushJob) {
+        assert!(work.job.is_none(), "one job at a time");
         let bound = work_bound_pages(
             work.tree.height() as u64,
             self.fanout as u64,
@@ -216,7 +235,7 @@ impl Inner {
         c.job_credit_micropages.store(0, Ordering::Relaxed);
         c.job_bound_pages.store(bound, Ordering::Relaxed);
         c.jobs.fetch_add(1, Ordering::Relaxed);
-        work.job = Some(FlushJob::new(frozen, self.sigma_bytes, self.fanout, self.context.clone()));
+        work.job = Some(job);
         c.job_active.store(true, Ordering::Release);
         self.work_ready.notify_all();
     }

@@ -144,6 +144,30 @@ impl FlushJob {
         }
     }
 
+    /// A job that resumes the cascade a crash interrupted (the state committed between two
+    /// of its steps): `path` leads from the root to an s-node whose children hold more than
+    /// the between-jobs limit `f (sigma + e) + sigma` (`verify::sizes_hold`), so its largest
+    /// child holds more than sigma. The job goes on from there as the interrupted one
+    /// would have: HandleFullSNode on that child (a flush of sigma bytes or a split), the
+    /// single recursive call below it, then unwinding (splits, merges).
+    pub fn resume(
+        path: Vec<NodeId>,
+        sigma_bytes: u64,
+        fanout: usize,
+        context: WriterContext,
+    ) -> FlushJob {
+        assert!(!path.is_empty(), "a path to the oversized s-node");
+        FlushJob {
+            frozen: None,
+            sigma_bytes,
+            fanout,
+            context,
+            path,
+            stage: Stage::Choose,
+            flush_all: None,
+        }
+    }
+
     /// The frozen memtable it flushes (`None`: a repair job).
     pub fn frozen(&self) -> Option<&Arc<Memtable>> {
         self.frozen.as_ref()
