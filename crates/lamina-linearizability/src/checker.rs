@@ -6,6 +6,17 @@
 //! explored again. Keys are checked one at a time (P-compositionality: a history is
 //! linearizable iff every key's sub-history is).
 //!
+//! An operation that leaves the register as it is whatever it returns (a get, a refused
+//! compare-and-swap, a delete of an absent key) and that may come next from the current
+//! state is placed next without trying the others first ([`forced`]): it changes no state,
+//! so any linearization that places it later can place it here instead. Only writes
+//! branch, which is what made 16 clients on one key undecided before (issue 20).
+//!
+//! States are memoized up to the values nobody observes: a register holding a value that no
+//! get returned, no compare-and-swap expected and no refused one reported behaves as one
+//! holding any other such value in every later step, so the memo stores them all as one
+//! ([`Observed`]), and orders of blind writes that end in such a value are explored once.
+//!
 //! The search is exponential in the worst case, so it is bounded ([`Limits`]): past the
 //! bound the answer is [`Verdict::Undecided`], never a hang.
 
@@ -13,7 +24,7 @@ use std::collections::HashSet;
 use std::fmt;
 
 use crate::history::{History, Operation, ValueName};
-use crate::model::{self, State};
+use crate::model::{self, Op, Ret, State};
 
 /// Bounds on the search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,20 +148,42 @@ struct Deepest {
     placed_last: Vec<Operation>,
 }
 
-/// The set of linearized operations, kept as "everything before `prefix`" plus the sorted
-/// indices past it (few: at most the operations concurrent with the earliest unlinearized
-/// one), so memo entries stay small on long histories.
+/// The set of linearized operations: a flag per operation, the first unlinearized one
+/// (`prefix`), and a 128-bit Zobrist hash of the set (the XOR of a random word per member,
+/// updated in O(1) as operations are placed and taken back) that the memo stores instead
+/// of the set.
+///
+/// The memo thus keeps 16 bytes per set instead of its members (the sets of long
+/// histories, with one operation concurrent with thousands, took gigabytes). Two different
+/// sets share a hash with probability 2^-128 per pair: over the 10^8 states a search may
+/// visit, a collision (which would prune a branch, so could only turn "linearizable" into
+/// a reported violation, never hide one) has odds below 10^-22.
 struct Linearized {
     done: Vec<bool>,
     prefix: usize,
     count: usize,
+    words: Vec<u128>,
+    hash: u128,
 }
 
 impl Linearized {
+    fn new(operations: usize, key: u32) -> Self {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x11ea_0000 ^ u64::from(key));
+        Linearized {
+            done: vec![false; operations],
+            prefix: 0,
+            count: 0,
+            words: (0..operations).map(|_| rng.random::<u128>()).collect(),
+            hash: 0,
+        }
+    }
+
     fn set(&mut self, i: usize) {
         debug_assert!(!self.done[i]);
         self.done[i] = true;
         self.count += 1;
+        self.hash ^= self.words[i];
         while self.prefix < self.done.len() && self.done[self.prefix] {
             self.prefix += 1;
         }
@@ -160,20 +193,13 @@ impl Linearized {
         debug_assert!(self.done[i]);
         self.done[i] = false;
         self.count -= 1;
+        self.hash ^= self.words[i];
         self.prefix = self.prefix.min(i);
     }
 
     /// The memo key of this set.
-    fn key(&self) -> (u32, Vec<u32>) {
-        let mut extra = Vec::with_capacity(self.count - self.prefix);
-        let mut i = self.prefix;
-        while extra.len() < self.count - self.prefix {
-            if self.done[i] {
-                extra.push(i as u32);
-            }
-            i += 1;
-        }
-        (self.prefix as u32, extra)
+    fn key(&self) -> u128 {
+        self.hash
     }
 
     /// The unlinearized operations that may come next: those invoked no later than the
@@ -196,6 +222,80 @@ impl Linearized {
     }
 }
 
+/// Whether `op` leaves the register's state as it found it, whatever that state was (given
+/// what it returned): a get, a refused compare-and-swap, a delete that found nothing.
+fn preserves_state(op: &Operation) -> bool {
+    matches!(op.op, Op::Get)
+        || matches!(op.ret, Ret::Mismatch { .. })
+        || (op.op == Op::Delete && op.ret == Ret::Existed(false))
+}
+
+/// The candidates the search tries from `state`: one state-preserving candidate that may
+/// come next, alone, if there is one; else all of them.
+///
+/// Why one suffices: let `r` be such a candidate and `L` a linearization extending the
+/// current prefix that places `r` later. Moving `r` to the front of the rest keeps every
+/// real-time order (`r` is a candidate: it was invoked no later than any unplaced operation
+/// returned, so none of those must precede it) and every return value (`r` returns what the
+/// current state gives, and changes no state, here or where it was).
+pub fn forced(ops: &[Operation], candidates: &[usize], state: State) -> Option<usize> {
+    candidates
+        .iter()
+        .copied()
+        .find(|&i| preserves_state(&ops[i]) && model::step(state, ops[i].op, ops[i].ret).is_some())
+}
+
+fn tried(ops: &[Operation], candidates: Vec<usize>, state: State) -> Vec<usize> {
+    match forced(ops, &candidates, state) {
+        Some(i) => vec![i],
+        None => {
+            let mut by_response = candidates;
+            by_response.sort_by_key(|&i| ops[i].response_ns);
+            by_response
+        }
+    }
+}
+
+/// The values some operation of a key's history observes: returned by a get, expected by a
+/// compare-and-swap, or reported by a refused one.
+struct Observed(HashSet<u64>);
+
+impl Observed {
+    fn of(ops: &[Operation]) -> Self {
+        let mut seen = HashSet::new();
+        for op in ops {
+            if let Op::Cas { expected: Some(v), .. } = op.op {
+                seen.insert(v);
+            }
+            match op.ret {
+                Ret::Value(Some(v)) | Ret::Mismatch { current: Some(v) } => {
+                    seen.insert(v);
+                }
+                _ => {}
+            }
+        }
+        Observed(seen)
+    }
+
+    /// `state` for the memo: an unobserved value as `Unseen`.
+    fn memo_state(&self, state: State) -> MemoState {
+        match state {
+            None => MemoState::Absent,
+            Some(v) if self.0.contains(&v) => MemoState::Value(v),
+            Some(_) => MemoState::Unseen,
+        }
+    }
+}
+
+/// A register state as the memo tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum MemoState {
+    Absent,
+    Value(u64),
+    /// Some value no operation observes.
+    Unseen,
+}
+
 /// Checks one key's operations, sorted by invocation time: the verdict and the states
 /// visited.
 pub fn check_key(key: u32, ops: &[Operation], limits: &Limits) -> (Verdict, u64) {
@@ -208,24 +308,22 @@ pub fn check_key(key: u32, ops: &[Operation], limits: &Limits) -> (Verdict, u64)
         );
         return (Verdict::Undecided { key, reason }, 0);
     }
-    let mut linearized = Linearized { done: vec![false; ops.len()], prefix: 0, count: 0 };
+    let mut linearized = Linearized::new(ops.len(), key);
     let mut state: State = None;
-    let mut memo: HashSet<((u32, Vec<u32>), State)> = HashSet::new();
+    let observed = Observed::of(ops);
+    let mut memo: HashSet<(u128, MemoState)> = HashSet::new();
     let mut visited = 0u64;
-    let mut frames = vec![Frame { placed: None, candidates: linearized.candidates(ops), next: 0 }];
-    let mut deepest = Deepest {
-        count: 0,
-        state: None,
-        candidates: frames[0].candidates.clone(),
-        placed_last: Vec::new(),
-    };
+    let first = linearized.candidates(ops);
+    let mut deepest =
+        Deepest { count: 0, state: None, candidates: first.clone(), placed_last: Vec::new() };
+    let mut frames = vec![Frame { placed: None, candidates: tried(ops, first, state), next: 0 }];
     while linearized.count < ops.len() {
         let frame = frames.last_mut().expect("the root frame is popped only to return");
         if let Some(&i) = frame.candidates.get(frame.next) {
             frame.next += 1;
             let Some(after) = model::step(state, ops[i].op, ops[i].ret) else { continue };
             linearized.set(i);
-            if !memo.insert((linearized.key(), after)) {
+            if !memo.insert((linearized.key(), observed.memo_state(after))) {
                 linearized.clear(i);
                 continue;
             }
@@ -239,17 +337,20 @@ pub fn check_key(key: u32, ops: &[Operation], limits: &Limits) -> (Verdict, u64)
                 );
                 return (Verdict::Undecided { key, reason }, visited);
             }
+            let all = linearized.candidates(ops);
+            let deeper = linearized.count > deepest.count;
+            let all_shown = if deeper { all.clone() } else { Vec::new() };
             frames.push(Frame {
                 placed: Some((i, state)),
-                candidates: linearized.candidates(ops),
+                candidates: tried(ops, all, after),
                 next: 0,
             });
             state = after;
-            if linearized.count > deepest.count {
+            if deeper {
                 deepest = Deepest {
                     count: linearized.count,
                     state,
-                    candidates: frames.last().unwrap().candidates.clone(),
+                    candidates: all_shown,
                     placed_last: frames[frames.len().saturating_sub(PLACED_SHOWN)..]
                         .iter()
                         .filter_map(|f| f.placed.map(|(i, _)| ops[i]))

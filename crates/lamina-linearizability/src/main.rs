@@ -1,5 +1,6 @@
 //! `lamina-linearizability --engine NAME --rounds N [--seed S] [--clients C] [--keys K]
-//! [--ops OPS_PER_CLIENT] [--fault stale-reads|non-atomic-cas]`: records and checks N histories on the engine (even
+//! [--ops OPS_PER_CLIENT] [--states-max N] [--fault stale-reads|non-atomic-cas]`: records
+//! and checks N histories on the engine (even
 //! rounds `Durability::None`, odd rounds `Sync`), one line per round, and exits 1 on the
 //! first history that is not linearizable or undecided (`--fault` breaks the store on
 //! purpose, to see a violation reported).
@@ -11,7 +12,7 @@ use lamina_linearizability::engine::durability_of;
 use lamina_linearizability::{Fault, Limits, Verdict, Workload, run_round};
 
 const USAGE: &str = "usage: lamina-linearizability --engine NAME --rounds N [--seed S] \
-                     [--clients C] [--keys K] [--ops OPS_PER_CLIENT] \
+                     [--clients C] [--keys K] [--ops OPS_PER_CLIENT] [--states-max N] \
                      [--fault stale-reads|non-atomic-cas]";
 
 fn value_of<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
@@ -58,7 +59,13 @@ fn run(args: &[String]) -> Result<bool, String> {
     let fault_name = value_of(args, "--fault").unwrap_or("none");
     let fault =
         Fault::from_name(fault_name).ok_or(format!("--fault: unknown {fault_name:?}\n{USAGE}"))?;
-    let limits = Limits::default();
+    let limits = Limits {
+        states_visited_per_key_max: std::env::var("LIN_STATES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(2_000_000),
+        ..Limits::default()
+    };
     let (mut operations, mut overlapping, mut states) = (0usize, 0usize, 0u64);
     for round in 0..rounds {
         let durability = durability_of(round);
