@@ -3,16 +3,19 @@
 //! workload that does flushes and splits"): recovery yields the acknowledged history (or it
 //! plus the write in flight), the tree verifies, and no d-tree file leaks.
 
+mod common;
+
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use common::leaked;
 use lamina_core::testkit::dump;
 use lamina_core::{Durability, OrderedIndex};
 use lamina_nbtree::options::SIGMA_BYTES_MIN;
-use lamina_nbtree::{Deamortization, NbTree, NbTreeOptions, dtree};
+use lamina_nbtree::{Deamortization, NbTree, NbTreeOptions};
+use lamina_storage::FaultPlan;
 use lamina_storage::crash_points::for_each_crash_point;
-use lamina_storage::{FaultPlan, Storage};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -34,18 +37,6 @@ fn step(i: u64) -> (Vec<u8>, Option<Vec<u8>>) {
     } else {
         (key, Some(vec![(i % 251) as u8; 60 + (i as usize * 13) % 140]))
     }
-}
-
-/// D-tree files in `storage` no committed s-tree names.
-fn leaked(storage: &Arc<dyn Storage>, db: &NbTree) -> Vec<u64> {
-    let named: BTreeSet<u64> = db.stree().dtrees().map(|d| d.id()).collect();
-    storage
-        .list()
-        .unwrap()
-        .iter()
-        .filter_map(|n| dtree::parse_file_name(n))
-        .filter(|id| !named.contains(id))
-        .collect()
 }
 
 #[test]

@@ -8,13 +8,16 @@
 //! large values with the job deamortized in the writers' calls, watches the committed tree
 //! after every put, and crashes the first time its limits do not hold.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod common;
+
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use common::leaked;
 use lamina_core::testkit::dump;
 use lamina_core::{Durability, OrderedIndex};
 use lamina_nbtree::options::SIGMA_BYTES_MIN;
-use lamina_nbtree::{Deamortization, NbTree, NbTreeOptions, dtree};
+use lamina_nbtree::{Deamortization, NbTree, NbTreeOptions};
 use lamina_storage::{MemoryStorage, Storage};
 
 fn options() -> NbTreeOptions {
@@ -25,17 +28,6 @@ fn options() -> NbTreeOptions {
         deamortization: Deamortization::Foreground,
         ..NbTreeOptions::default()
     }
-}
-
-fn leaked(storage: &Arc<dyn Storage>, db: &NbTree) -> Vec<u64> {
-    let named: BTreeSet<u64> = db.stree().dtrees().map(|d| d.id()).collect();
-    storage
-        .list()
-        .unwrap()
-        .iter()
-        .filter_map(|n| dtree::parse_file_name(n))
-        .filter(|id| !named.contains(id))
-        .collect()
 }
 
 /// A small xorshift generator: the workload follows from the seed.
