@@ -230,21 +230,24 @@ fn preserves_state(op: &Operation) -> bool {
         || (op.op == Op::Delete && op.ret == Ret::Existed(false))
 }
 
-/// The candidates the search tries from `state`: one state-preserving candidate that may
-/// come next, alone, if there is one; else all of them.
+/// A state-preserving candidate that may come next from `state`, if there is one: the
+/// search then tries it alone.
 ///
 /// Why one suffices: let `r` be such a candidate and `L` a linearization extending the
 /// current prefix that places `r` later. Moving `r` to the front of the rest keeps every
 /// real-time order (`r` is a candidate: it was invoked no later than any unplaced operation
 /// returned, so none of those must precede it) and every return value (`r` returns what the
 /// current state gives, and changes no state, here or where it was).
-pub fn forced(ops: &[Operation], candidates: &[usize], state: State) -> Option<usize> {
+fn forced(ops: &[Operation], candidates: &[usize], state: State) -> Option<usize> {
     candidates
         .iter()
         .copied()
         .find(|&i| preserves_state(&ops[i]) && model::step(state, ops[i].op, ops[i].ret).is_some())
 }
 
+/// The candidates the search tries from `state`: the [`forced`] one alone if there is one,
+/// else all of them, earliest response first (a heuristic: the order changes which
+/// linearization is found first, not whether one is).
 fn tried(ops: &[Operation], candidates: Vec<usize>, state: State) -> Vec<usize> {
     match forced(ops, &candidates, state) {
         Some(i) => vec![i],

@@ -59,12 +59,14 @@ fn run(args: &[String]) -> Result<bool, String> {
     let fault_name = value_of(args, "--fault").unwrap_or("none");
     let fault =
         Fault::from_name(fault_name).ok_or(format!("--fault: unknown {fault_name:?}\n{USAGE}"))?;
+    let defaults = Limits::default();
     let limits = Limits {
-        states_visited_per_key_max: std::env::var("LIN_STATES")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(2_000_000),
-        ..Limits::default()
+        states_visited_per_key_max: parsed(
+            args,
+            "--states-max",
+            Some(defaults.states_visited_per_key_max),
+        )?,
+        ..defaults
     };
     let (mut operations, mut overlapping, mut states) = (0usize, 0usize, 0u64);
     for round in 0..rounds {
