@@ -16,6 +16,8 @@ use crate::stree::SNode;
 
 /// Entries the memtable source copies per visit of the map.
 const MEMTABLE_BATCH: usize = 256;
+/// How many entries ahead of the one it copies a memtable source prefetches.
+const PREFETCH_AHEAD: usize = 8;
 
 /// One entry.
 pub type Item = (Vec<u8>, Slot);
@@ -173,8 +175,14 @@ impl Source {
                     if let Some(last) = buffer.back() {
                         *next = Bound::Excluded(last.key().to_vec());
                     }
+                    buffer.iter().take(PREFETCH_AHEAD).for_each(Entry::prefetch);
                 }
                 let Some(entry) = buffer.pop_front() else { return Ok(false) };
+                // Each entry is a cache miss in key order (they lie in the arena in arrival
+                // order): the one PREFETCH_AHEAD places behind this one is requested now.
+                if let Some(ahead) = buffer.get(PREFETCH_AHEAD - 1) {
+                    ahead.prefetch();
+                }
                 // Into the head's buffers: no allocation per entry once they are grown.
                 self.head.0.clear();
                 self.head.0.extend_from_slice(entry.key());
