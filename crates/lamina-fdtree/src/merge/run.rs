@@ -216,19 +216,12 @@ impl MergeRun {
         Ok(run)
     }
 
-    /// How a structural problem found by the merge is reported: a corruption in the new
-    /// data level's file (the path is made only if it is needed).
+    /// [`corrupt_in`] over a clone of the store, for callers that go on to move or borrow
+    /// the builder mutably (once per merge; `step` borrows instead).
     fn corrupt_fn(&self) -> impl Fn(String) -> Error + use<> {
         let store = self.store.clone();
         let file = self.builder.writers.last().map(LevelWriter::file_id);
-        move |reason: String| match file {
-            Some(id) => Error::corruption(
-                store.path(id, crate::store::FileKind::Level),
-                0,
-                format!("merge: {reason}"),
-            ),
-            None => Error::corruption("fdtree merge", 0, reason),
-        }
+        move |reason: String| corrupt_in(&store, file)(reason)
     }
 
     /// Whether the pass is a full merge.
@@ -391,7 +384,10 @@ impl MergeRun {
             let c = &self.sources[i];
             self.data_at[i] = c.peek().is_some_and(|e| e.is_data() && e.key() == key.as_slice());
         }
-        let corrupt = self.corrupt_fn();
+        // Borrows the store (no clone per key: three reference counts touched per key
+        // were a twentieth of the merge thread's time).
+        let corrupt =
+            corrupt_in(&self.store, self.builder.writers.last().map(LevelWriter::file_id));
         let net = coalesce(
             self.sources
                 .iter()
@@ -498,6 +494,19 @@ impl MergeRun {
             shadowed: self.shadowed,
             full: self.full,
         })
+    }
+}
+
+/// How a structural problem found by the merge is reported: a corruption in the new data
+/// level's file `file` (the path is made only if it is needed).
+fn corrupt_in(store: &BlockStore, file: Option<u32>) -> impl Fn(String) -> Error + '_ {
+    move |reason: String| match file {
+        Some(id) => Error::corruption(
+            store.path(id, crate::store::FileKind::Level),
+            0,
+            format!("merge: {reason}"),
+        ),
+        None => Error::corruption("fdtree merge", 0, reason),
     }
 }
 
