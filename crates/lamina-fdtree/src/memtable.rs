@@ -87,10 +87,7 @@ impl Stored {
 
     /// Requests the entry's first cache lines (a long value's copy streams on its own).
     fn prefetch(&self) {
-        let start = self.bytes.as_ptr();
-        for offset in (0..self.bytes.len()).step_by(64).take(4) {
-            lamina_storage::prefetch::prefetch_read(start.wrapping_add(offset));
-        }
+        lamina_storage::prefetch::prefetch_lines(&self.bytes, 4);
     }
 
     fn memory_bytes(&self) -> u64 {

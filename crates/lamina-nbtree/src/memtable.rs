@@ -70,10 +70,7 @@ impl Entry {
     /// Requests the entry's first cache lines (a long value's copy streams on its own): a
     /// flush reads a memtable in key order, its entries lie in the arena in arrival order.
     pub fn prefetch(&self) {
-        let start = self.bytes.as_ptr();
-        for offset in (0..self.bytes.len()).step_by(64).take(4) {
-            lamina_storage::prefetch::prefetch_read(start.wrapping_add(offset));
-        }
+        lamina_storage::prefetch::prefetch_lines(&self.bytes, 4);
     }
 
     /// What the entry counts toward sigma.

@@ -17,6 +17,19 @@ pub fn prefetch_read(ptr: *const u8) {
     let _ = ptr;
 }
 
+/// Bytes of a cache line (the stride of [`prefetch_lines`]).
+pub const CACHE_LINE_BYTES: usize = 64;
+
+/// Starts loading the first `lines_max` cache lines of `bytes` (all of them if fewer): a
+/// record about to be scanned whose next field's place depends on the one before, so that
+/// its misses overlap instead of coming one after another.
+#[inline]
+pub fn prefetch_lines(bytes: &[u8], lines_max: usize) {
+    for offset in (0..bytes.len()).step_by(CACHE_LINE_BYTES).take(lines_max) {
+        prefetch_read(bytes.as_ptr().wrapping_add(offset));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -25,6 +38,8 @@ mod tests {
         super::prefetch_read(line.as_ptr());
         super::prefetch_read(std::ptr::null());
         super::prefetch_read(usize::MAX as *const u8);
+        super::prefetch_lines(&line, 4);
+        super::prefetch_lines(&[], 4);
         assert_eq!(line[0], 7);
     }
 }
