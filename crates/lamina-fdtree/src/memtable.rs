@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
-use lamina_storage::arena::{Arena, key_prefix};
+use lamina_storage::arena::{Arena, ENTRY_PREFETCH_DISTANCE, key_prefix, prefetch_entry};
 use parking_lot::{RwLock, RwLockReadGuard};
 
 use crate::format::bloom::{Bloom, key_hash};
@@ -29,8 +29,6 @@ use crate::format::stats::LevelStats;
 /// are freed with the memtable) and gives its handle back.
 pub const ENTRY_OVERHEAD_BYTES: u64 = 64;
 const HEADER: usize = 3;
-/// How many entries in front of a full iteration its prefetching cursor runs.
-const PREFETCH_AHEAD: usize = 8;
 
 /// One entry, a slice of the arena (module documentation), with its key's prefix beside it
 /// ([`key_prefix`]: it decides almost every comparison without reading the entry).
@@ -85,9 +83,9 @@ impl Stored {
         }
     }
 
-    /// Requests the entry's first cache lines (a long value's copy streams on its own).
+    /// Requests the entry's first cache lines.
     fn prefetch(&self) {
-        lamina_storage::prefetch::prefetch_lines(&self.bytes, 4);
+        prefetch_entry(&self.bytes);
     }
 
     fn memory_bytes(&self) -> u64 {
@@ -142,11 +140,11 @@ impl Inner {
 
     /// All entries in key order. The entries lie in the arena in arrival order, so in key
     /// order each is a cache miss (a frozen memtable is tens of MiB): a second cursor
-    /// [`PREFETCH_AHEAD`] entries in front requests each entry's lines before it is read,
+    /// [`ENTRY_PREFETCH_DISTANCE`] entries in front requests each entry's lines before it is read,
     /// so writing a run (the flush thread's whole job) overlaps its misses.
     pub fn iter(&self) -> impl Iterator<Item = EntryRef<'_>> {
         let mut ahead = self.set.iter();
-        ahead.by_ref().take(PREFETCH_AHEAD).for_each(Stored::prefetch);
+        ahead.by_ref().take(ENTRY_PREFETCH_DISTANCE).for_each(Stored::prefetch);
         self.set.iter().map(move |s| {
             if let Some(next) = ahead.next() {
                 next.prefetch();
@@ -327,7 +325,9 @@ mod tests {
     /// with fewer entries than its lead, exactly as many, and more (long values too).
     #[test]
     fn a_full_iteration_yields_every_entry_once_in_order() {
-        for n in [0u32, 1, PREFETCH_AHEAD as u32 - 1, PREFETCH_AHEAD as u32, 9, 300] {
+        for n in
+            [0u32, 1, ENTRY_PREFETCH_DISTANCE as u32 - 1, ENTRY_PREFETCH_DISTANCE as u32, 9, 300]
+        {
             let m = Memtable::new(1 << 24, 10);
             for i in (0..n).rev() {
                 let value = vec![i as u8; (i as usize * 37) % 700];

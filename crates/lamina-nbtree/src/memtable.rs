@@ -67,10 +67,9 @@ impl Entry {
         self.value().map(<[u8]>::to_vec)
     }
 
-    /// Requests the entry's first cache lines (a long value's copy streams on its own): a
-    /// flush reads a memtable in key order, its entries lie in the arena in arrival order.
+    /// Requests the entry's first cache lines ([`lamina_storage::arena::prefetch_entry`]).
     pub fn prefetch(&self) {
-        lamina_storage::prefetch::prefetch_lines(&self.bytes, 4);
+        lamina_storage::arena::prefetch_entry(&self.bytes);
     }
 
     /// What the entry counts toward sigma.

@@ -8,6 +8,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use lamina_core::Result;
+use lamina_storage::arena::ENTRY_PREFETCH_DISTANCE;
 
 use crate::dtree::{DTree, DTreeCursor};
 use crate::entry::{Slot, entry_bytes};
@@ -16,8 +17,6 @@ use crate::stree::SNode;
 
 /// Entries the memtable source copies per visit of the map.
 const MEMTABLE_BATCH: usize = 256;
-/// How many entries ahead of the one it copies a memtable source prefetches.
-const PREFETCH_AHEAD: usize = 8;
 
 /// One entry.
 pub type Item = (Vec<u8>, Slot);
@@ -175,12 +174,12 @@ impl Source {
                     if let Some(last) = buffer.back() {
                         *next = Bound::Excluded(last.key().to_vec());
                     }
-                    buffer.iter().take(PREFETCH_AHEAD).for_each(Entry::prefetch);
+                    buffer.iter().take(ENTRY_PREFETCH_DISTANCE).for_each(Entry::prefetch);
                 }
                 let Some(entry) = buffer.pop_front() else { return Ok(false) };
                 // Each entry is a cache miss in key order (they lie in the arena in arrival
-                // order): the one PREFETCH_AHEAD places behind this one is requested now.
-                if let Some(ahead) = buffer.get(PREFETCH_AHEAD - 1) {
+                // order): the one ENTRY_PREFETCH_DISTANCE places ahead is requested now.
+                if let Some(ahead) = buffer.get(ENTRY_PREFETCH_DISTANCE - 1) {
                     ahead.prefetch();
                 }
                 // Into the head's buffers: no allocation per entry once they are grown.
@@ -240,5 +239,37 @@ fn part_cursor(part: &DTreePart, low: Option<&[u8]>) -> Result<(DTreeCursor, Opt
         (Some(f), Some(l)) if l > f => Ok((part.dtree.cursor(Some(l))?, None)),
         (Some(f), _) => Ok((part.dtree.cursor(Some(f))?, Some(f.to_vec()))),
         (None, low) => Ok((part.dtree.cursor(low)?, None)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A memtable source yields every entry of its range once, in key order, across its
+    /// batches of `MEMTABLE_BATCH` and with its prefetch running ahead inside each batch.
+    #[test]
+    fn a_memtable_source_yields_its_range_in_order_across_batches() {
+        let n = 2 * MEMTABLE_BATCH as u32 + ENTRY_PREFETCH_DISTANCE as u32 + 3;
+        let table = Arc::new(Memtable::new(1 << 30));
+        for i in (0..n).rev() {
+            let value = (i % 5 != 0).then(|| vec![i as u8; (i as usize * 37) % 300]);
+            table.apply(&i.to_be_bytes(), value.as_deref());
+        }
+        let (low, high) = (3u32, n - 2);
+        let mut source =
+            Source::memtable(table, Some(&low.to_be_bytes()), Some(&high.to_be_bytes()));
+        let mut got = Vec::new();
+        while let Some(item) = source.next_item().unwrap() {
+            got.push(item);
+        }
+        let want: Vec<Item> = (low..high)
+            .map(|i| {
+                let value = (i % 5 != 0).then(|| vec![i as u8; (i as usize * 37) % 300]);
+                (i.to_be_bytes().to_vec(), value)
+            })
+            .collect();
+        assert_eq!(got.len(), want.len());
+        assert_eq!(got, want);
     }
 }
