@@ -49,12 +49,24 @@ fn main() {
     let lookups: usize =
         std::env::var("LOOKUPS").ok().and_then(|v| v.parse().ok()).unwrap_or(usize::MAX);
     let rounds: u64 = std::env::var("LOOKUP_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(1);
+    let progress = std::env::var("PROGRESS").is_ok_and(|v| v == "1");
     let mapped_before = db.with_tree(lamina_fdtree::Tree::mapped_reads).unwrap();
     let t = Instant::now();
     let mut found = 0;
     for _ in 0..rounds {
-        for i in (0..n).step_by(2).take(lookups) {
+        let mut lap = Instant::now();
+        for (j, i) in (0..n).step_by(2).take(lookups).enumerate() {
             found += usize::from(db.get(&key(i)).unwrap().is_some());
+            // PROGRESS=1: the rate of every 200,000 lookups and the runs they saw.
+            if progress && j % 200_000 == 199_999 {
+                let runs = db.with_tree(lamina_fdtree::Tree::run_count).unwrap();
+                eprintln!(
+                    "  lookups {}: {:.2} us each, runs {runs}",
+                    j + 1,
+                    lap.elapsed().as_secs_f64() * 1e6 / 200_000.0
+                );
+                lap = Instant::now();
+            }
         }
     }
     let lookup_s = t.elapsed().as_secs_f64() / rounds as f64;

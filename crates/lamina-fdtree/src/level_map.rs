@@ -20,11 +20,23 @@
 //! (memory, fault injection) or a map that fails leaves the level on the cache path for good,
 //! so the map is a speed-up, never a requirement.
 //!
-//! Each segment is checked in full (checksum, place) the first time a lookup reads it
-//! through the map, and only its header's count and length afterwards, as the segment
-//! cache checks a segment once when it loads it: with the checksum computed on every read,
-//! CRC32C was a quarter of a lookup's time. One bit per segment remembers it, in chunks
-//! allocated as segments are first checked (a level being written has no segment count yet).
+//! Each segment of a level this process opened is checked in full (checksum, place) the
+//! first time a lookup reads it through the map, and only its header's count and length
+//! afterwards, as the segment cache checks a segment once when it loads it: with the
+//! checksum computed on every read, CRC32C was a quarter of a lookup's time. One bit per
+//! segment remembers it, in chunks allocated as segments are first checked (a level being
+//! written has no segment count yet).
+//!
+//! A level **this process wrote** (a merge's or a flush's, [`LevelMap::written_here`]) is
+//! not checked again at its first read: its bytes were encoded and checksummed here, and
+//! the map reads them from the page cache that write left them in. Checking them read
+//! nothing from the device; it was a CRC of memory just written, and right after a merge,
+//! when every lookup reads a segment for the first time, it was 12% of a lookup's time
+//! (with the first parse) and lookups ran 20% slower (`docs/results/scale.md`, session
+//! 17). What this gives up is the same as for a segment checked once: a page evicted
+//! and read back from a device that damaged it meanwhile is not seen by lookups (the
+//! process's first read of a level written by an earlier one is always checked, and
+//! `verify` reads every level in full).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,6 +58,8 @@ pub struct LevelMap {
     /// For a level being written: the bytes to map (its size bound). `None`: a finished
     /// level, mapped at the length its first lookup gives.
     ahead_bytes: Option<u64>,
+    /// Written by this process: its segments count as checked (module documentation).
+    written_here: bool,
     map: OnceLock<Option<Mapped>>,
 }
 
@@ -54,6 +68,8 @@ pub struct LevelMap {
 pub struct Mapped {
     /// The file's blocks.
     pub bytes: ReadMap,
+    /// Every segment counts as checked ([`LevelMap::written_here`]).
+    written_here: bool,
     /// Bit `i`: segment `i` of the level (`LevelIndex` order) passed `parse_segment`.
     checked: CheckedBits,
 }
@@ -90,7 +106,7 @@ impl CheckedBits {
 impl Mapped {
     /// Whether segment `number` was checked in full.
     pub fn is_checked(&self, number: usize) -> bool {
-        self.checked.get(number)
+        self.written_here || self.checked.get(number)
     }
 
     /// Records that segment `number` passed the full check (beyond the level's bound:
@@ -101,10 +117,17 @@ impl Mapped {
 }
 
 impl LevelMap {
-    /// The map of a level being written, at most `bytes_bound` bytes long when finished
-    /// (blocks past the bound are read through the segment cache).
+    /// The map of a level this process is writing, at most `bytes_bound` bytes long when
+    /// finished (blocks past the bound are read through the segment cache); its segments
+    /// count as checked, as [`LevelMap::written_here`]'s.
     pub fn ahead(bytes_bound: u64) -> Self {
-        LevelMap { ahead_bytes: Some(bytes_bound), map: OnceLock::new() }
+        LevelMap { ahead_bytes: Some(bytes_bound), written_here: true, map: OnceLock::new() }
+    }
+
+    /// The map of a finished level this process wrote: its segments count as checked
+    /// (module documentation). A level opened from disk takes [`LevelMap::default`].
+    pub fn written_here() -> Self {
+        LevelMap { ahead_bytes: None, written_here: true, map: OnceLock::new() }
     }
 
     /// The map of `file`, made on first use: a finished level's first `len` bytes, which
@@ -116,11 +139,13 @@ impl LevelMap {
             .get_or_init(|| match self.ahead_bytes {
                 Some(bound) => {
                     let bytes = file.map_read_ahead(bound).ok().flatten()?;
-                    Some(Mapped { bytes, checked: CheckedBits::new(bound / SEGMENT_BYTES_MIN) })
+                    let checked = CheckedBits::new(bound / SEGMENT_BYTES_MIN);
+                    Some(Mapped { bytes, written_here: self.written_here, checked })
                 }
                 None => {
                     let bytes = file.map_read(len).ok().flatten()?;
-                    Some(Mapped { bytes, checked: CheckedBits::new(segments as u64) })
+                    let checked = CheckedBits::new(segments as u64);
+                    Some(Mapped { bytes, written_here: self.written_here, checked })
                 }
             })
             .as_ref()
@@ -153,6 +178,20 @@ mod tests {
     }
 
     #[test]
+    fn only_a_level_written_here_counts_its_segments_as_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = FileStorage::open_dir(dir.path(), FileOptions::default()).unwrap();
+        let file = storage.open("f", OpenMode::CreateNew).unwrap();
+        file.write_all_at(0, &[1u8; 4096]).unwrap();
+        let opened = LevelMap::default();
+        assert!(!opened.get(&*file, 4096, 4).unwrap().is_checked(0), "read from disk: checked");
+        for written in [LevelMap::written_here(), LevelMap::ahead(1 << 20)] {
+            let mapped = written.get(&*file, 4096, 4).unwrap();
+            assert!((0..4).all(|n| mapped.is_checked(n)));
+        }
+    }
+
+    #[test]
     fn a_level_being_written_is_mapped_past_its_end_and_shows_later_writes() {
         let dir = tempfile::tempdir().unwrap();
         let storage = FileStorage::open_dir(dir.path(), FileOptions::default()).unwrap();
@@ -168,6 +207,7 @@ mod tests {
         // Bits far into the bound are kept in their own chunk.
         let far = usize::try_from((1u64 << 30) / SEGMENT_BYTES_MIN).unwrap() - 1;
         mapped.set_checked(far);
-        assert!(mapped.is_checked(far) && !mapped.is_checked(far - 1) && !mapped.is_checked(0));
+        let bits = &mapped.checked;
+        assert!(bits.get(far) && !bits.get(far - 1) && !bits.get(0));
     }
 }

@@ -468,12 +468,13 @@ impl LevelWriter {
         let encoded = index.encode(self.file_id, &self.stats);
         // `write_file` leaves no partial file behind, so the retry can create it anew.
         self.io(|| self.store.write_file(self.file_id, FileKind::Index, &encoded))?;
-        // The map lookups used while the level was written, with its checked bits, if it
-        // covers the whole level; else a map of the finished length.
+        // The map lookups used while the level was written, if it covers the whole level;
+        // else a map of the finished length. Either counts the segments written here as
+        // checked (`level_map.rs`).
         let written_bytes = u64::from(self.written) * self.store.block_bytes() as u64;
         let map = match self.map {
             Some((map, bound)) if bound >= written_bytes => map,
-            _ => Arc::new(LevelMap::default()),
+            _ => Arc::new(LevelMap::written_here()),
         };
         Ok(DiskLevel {
             label: self.label,
