@@ -27,6 +27,7 @@ use crate::level::{DiskLevel, LevelWriter, Visibility};
 use crate::memtable::Memtable;
 use crate::options::Params;
 use crate::store::{BlockStore, FileKind};
+use crate::top::RunsFilter;
 use crate::tree::Tree;
 
 /// Writes the entries of a frozen memtable as a run in the new file `file_id`; on error
@@ -36,6 +37,7 @@ pub(crate) fn write_run(
     params: &Params,
     file_id: u32,
     mem: &Memtable,
+    union: Option<&RunsFilter>,
 ) -> Result<DiskLevel> {
     let file = store.create(file_id, FileKind::Level)?;
     let inner = mem.read();
@@ -45,6 +47,9 @@ pub(crate) fn write_run(
         for e in inner.iter() {
             if !w.fits([e.encoded_len()]) {
                 w.start_block(None)?;
+            }
+            if let Some(union) = union {
+                union.insert(e.key());
             }
             w.push(e);
         }
@@ -74,13 +79,16 @@ impl Tree {
         Some(frozen)
     }
 
-    /// Installs the run written from the frozen memtable as `L_0`'s newest run.
-    pub(crate) fn install_run(&mut self, run: DiskLevel) {
+    /// The union filter (`top/runs_filter.rs`) the run of `frozen` is to be added to.
+    pub(crate) fn filter_for_run(&self, frozen: &Memtable) -> Option<Arc<RunsFilter>> {
+        self.top.filter_for_run(frozen.stats().data_entries(), self.params.bloom_bits_per_key)
+    }
+
+    /// Installs the run written from the frozen memtable as `L_0`'s newest run; `added_to`:
+    /// the union filter its keys were added to ([`Tree::filter_for_run`]).
+    pub(crate) fn install_run(&mut self, run: DiskLevel, added_to: Option<Arc<RunsFilter>>) {
         assert!(self.top.frozen.is_some(), "a run replaces the frozen memtable");
-        let mut runs: Vec<DiskLevel> = Vec::with_capacity(self.top.runs.len() + 1);
-        runs.push(run);
-        runs.extend(self.top.runs.iter().cloned());
-        self.top.runs = runs.into();
+        self.top.push_run(run, added_to);
         self.top.frozen = None;
         self.top.publish_memtables();
         self.applied_seq = self.applied_seq.max(self.top.frozen_through_seq);

@@ -23,6 +23,7 @@ use crate::format::entry::BlockPtr;
 use crate::level::{DiskLevel, LevelHit};
 use crate::memtable::{Memtable, Slot};
 use crate::store::BlockStore;
+use crate::top::RunsFilter;
 use crate::tree::Tree;
 
 /// What a lookup takes from the tree before releasing the tree lock.
@@ -32,9 +33,13 @@ pub(crate) struct Plan {
     frozen: Option<Arc<Memtable>>,
     /// `L_0`'s runs (`L_0^new`'s during a merge).
     runs: Arc<[DiskLevel]>,
+    /// Their union filter, if one covers them (`top/runs_filter.rs`).
+    runs_filter: Option<Arc<RunsFilter>>,
     /// `L_0^old`'s runs, when the key is searched in the old part (FD+FC beyond the
     /// wavefront, FD+DS during a merge).
     old_runs: Option<Arc<[DiskLevel]>>,
+    /// Their union filter, if one covers them.
+    old_runs_filter: Option<Arc<RunsFilter>>,
     /// The disk levels to descend.
     levels: Arc<[DiskLevel]>,
     /// The block of the first of them the `L_0` fences lead to.
@@ -53,25 +58,25 @@ pub(crate) enum Found {
 impl Tree {
     /// The `L_0` part of a lookup (under the tree lock).
     pub(crate) fn lookup_plan(&self, key: &[u8]) -> Plan {
-        let (old_runs, levels, first) = if let Some(fc) = &self.fc
+        let (old_runs, old_runs_filter, levels, first) = if let Some(fc) = &self.fc
             && fc.wavefront_key.as_deref().is_none_or(|w| key > w)
         {
             let first = fc.old_fences.at_or_before(key).or(fc.wavefront_ptr);
-            (Some(fc.old_runs.clone()), fc.old_levels.clone(), first)
+            let old_runs = Some(fc.old_runs.clone());
+            (old_runs, fc.old_runs_filter.clone(), fc.old_levels.clone(), first)
         } else if let Some(side) = &self.side {
-            (
-                Some(side.old_runs.clone()),
-                side.old_levels.clone(),
-                side.old_fences.at_or_before(key),
-            )
+            let first = side.old_fences.at_or_before(key);
+            (Some(side.old_runs.clone()), None, side.old_levels.clone(), first)
         } else {
-            (None, self.levels.clone(), self.top.fences.at_or_before(key))
+            (None, None, self.levels.clone(), self.top.fences.at_or_before(key))
         };
         Plan {
             active: self.top.active.clone(),
             frozen: self.top.frozen.clone(),
             runs: self.top.runs.clone(),
+            runs_filter: self.top.covering_filter().cloned(),
             old_runs,
+            old_runs_filter,
             levels,
             first,
         }
@@ -88,11 +93,23 @@ impl Plan {
     pub(crate) fn on_disk(&self, store: &BlockStore, key: &[u8], hash: u64) -> Result<Found> {
         // Every filter this lookup may probe, loaded together: with tens of runs during a
         // long merge, one cache miss per filter in turn was the largest part of a lookup.
-        let old_runs = self.old_runs.iter().flat_map(|r| r.iter());
-        for level in self.runs.iter().chain(old_runs).chain(self.levels.iter()) {
+        // A set of runs whose union filter rules the key out is skipped whole.
+        for union in self.runs_filter.iter().chain(&self.old_runs_filter) {
+            union.prefetch(hash);
+        }
+        for level in self.levels.iter() {
             level.prefetch_filter(hash);
         }
-        for run in self.runs.iter().chain(self.old_runs.iter().flat_map(|r| r.iter())) {
+        let may_hold = |union: &Option<Arc<RunsFilter>>| {
+            union.as_ref().is_none_or(|u| u.may_contain_hash(hash))
+        };
+        let runs: &[DiskLevel] = if may_hold(&self.runs_filter) { &self.runs } else { &[] };
+        let old_runs = self.old_runs.as_deref().filter(|_| may_hold(&self.old_runs_filter));
+        let old_runs = old_runs.unwrap_or_default();
+        for run in runs.iter().chain(old_runs) {
+            run.prefetch_filter(hash);
+        }
+        for run in runs.iter().chain(old_runs) {
             match run.lookup(store, None, key, hash)? {
                 LevelHit::Value(v) => return Ok(Found::Done(Some(v))),
                 LevelHit::Deleted => return Ok(Found::Done(None)),

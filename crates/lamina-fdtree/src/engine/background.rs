@@ -123,13 +123,13 @@ impl Inner {
                 }
             }
         };
-        let id = self.write(Tree::alloc_file_id)?;
-        let run = write_run(&self.store, &self.params, id, &frozen)?;
-        let mut run = Some(run);
+        let (id, union) = self.write(|t| Ok((t.alloc_file_id()?, t.filter_for_run(&frozen))))?;
+        let run = write_run(&self.store, &self.params, id, &frozen, union.as_deref())?;
+        let mut run = Some((run, union));
         self.commit_after(&mut || {
-            let run = run.take().expect("installed once");
+            let (run, union) = run.take().expect("installed once");
             self.write(|t| {
-                t.install_run(run);
+                t.install_run(run, union);
                 self.pacer.set_runs(t.run_count());
                 Ok(())
             })

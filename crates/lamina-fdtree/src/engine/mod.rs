@@ -360,10 +360,10 @@ impl Inner {
     /// run synchronously (recovery, close).
     fn write_out_active(&self, through: u64) -> Result<()> {
         let Some(frozen) = self.write(|t| Ok(t.freeze(through)))? else { return Ok(()) };
-        let id = self.write(Tree::alloc_file_id)?;
-        let run = write_run(&self.store, &self.params, id, &frozen)?;
+        let (id, union) = self.write(|t| Ok((t.alloc_file_id()?, t.filter_for_run(&frozen))))?;
+        let run = write_run(&self.store, &self.params, id, &frozen, union.as_deref())?;
         self.write(|t| {
-            t.install_run(run);
+            t.install_run(run, union);
             Ok(())
         })
     }
@@ -410,10 +410,11 @@ impl Inner {
                 self.force_freeze()?;
             }
             let Some(frozen) = self.read(|t| Ok(t.top.frozen.clone()))? else { break };
-            let id = self.write(Tree::alloc_file_id)?;
-            let run = write_run(&self.store, &self.params, id, &frozen)?;
+            let (id, union) =
+                self.write(|t| Ok((t.alloc_file_id()?, t.filter_for_run(&frozen))))?;
+            let run = write_run(&self.store, &self.params, id, &frozen, union.as_deref())?;
             self.write(|t| {
-                t.install_run(run);
+                t.install_run(run, union);
                 Ok(())
             })?;
         }

@@ -231,5 +231,10 @@ mod tests {
         assert_eq!(runs_allowed(Some(7.0)), RUNS_PACE_FLOOR + RUNS_PACE_SPAN);
         assert_eq!(runs_allowed(None), RUNS_PACE_FLOOR + RUNS_PACE_SPAN);
         const { assert!(RUNS_PACE_FLOOR + RUNS_PACE_SPAN < crate::persist::manifest::RUNS_MAX as usize) };
+        const {
+            assert!(
+                RUNS_PACE_FLOOR + RUNS_PACE_SPAN == crate::top::runs_filter::RUNS_COVERED as usize
+            );
+        };
     }
 }

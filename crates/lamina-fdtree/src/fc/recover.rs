@@ -88,6 +88,7 @@ impl Tree {
         let old_runs: Arc<[DiskLevel]> = old_runs.into();
         self.fc = Some(FcState {
             old_runs: old_runs.clone(),
+            old_runs_filter: None,
             old_fences,
             wavefront_key: p.wavefront_key.clone(),
             wavefront_ptr: p.wavefront_ptr,

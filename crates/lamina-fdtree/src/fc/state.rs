@@ -9,7 +9,7 @@ use crate::format::entry::BlockPtr;
 use crate::level::{DiskLevel, LevelWriter, Visibility};
 use crate::merge::run::Resumed;
 use crate::merge::{Trigger, create_writers, map_bytes_bound, preemptive_skips, u_hat};
-use crate::top::Fences;
+use crate::top::{Fences, RunsFilter};
 use crate::tree::Tree;
 
 /// The parts of the tree only a merge in progress has (Figure 5), changed under the tree
@@ -19,6 +19,9 @@ use crate::tree::Tree;
 pub(crate) struct FcState {
     /// `L_0^old`'s runs, newest first (their blocks are reclaimed from the left).
     pub old_runs: Arc<[DiskLevel]>,
+    /// Their union filter, if one covered them all when the merge began
+    /// (`top/runs_filter.rs`); `old_runs` does not change during the merge.
+    pub old_runs_filter: Option<Arc<RunsFilter>>,
     /// `L_0^old`'s fences without the wavefront fence, emptied from the left by m-delete.
     pub old_fences: Fences,
     /// (I7): entries with keys `<= wavefront_key` have been processed and are found from
@@ -149,12 +152,13 @@ impl Tree {
                 "L_0 has no -infinity fence",
             ));
         }
-        let old_runs = std::mem::replace(&mut self.top.runs, Arc::from(Vec::new()));
+        let (old_runs, old_runs_filter) = self.top.take_runs();
         let old_levels = self.levels.clone();
         let below = old_levels.iter().filter(|l| l.label > m).cloned();
         self.levels = writers.iter().map(LevelWriter::view).chain(below).collect();
         self.fc = Some(FcState {
             old_runs: old_runs.clone(),
+            old_runs_filter,
             old_fences,
             wavefront_key: None,
             wavefront_ptr,

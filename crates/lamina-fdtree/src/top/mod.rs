@@ -3,10 +3,12 @@
 //! Remark A.17), and the fences into the first disk level.
 
 pub mod fences;
+pub mod runs_filter;
 
 use std::sync::Arc;
 
 pub use fences::Fences;
+pub use runs_filter::{CoveredRuns, RunsFilter};
 
 use crate::format::stats::LevelStats;
 use crate::level::DiskLevel;
@@ -24,6 +26,8 @@ pub struct Top {
     pub frozen_through_seq: u64,
     /// The runs, newest first.
     pub runs: Arc<[DiskLevel]>,
+    /// The union filter of `runs`, when it still covers them (`runs_filter.rs`).
+    pub runs_filter: Option<CoveredRuns>,
     /// The fences into the first disk level.
     pub fences: Fences,
     /// `active` and the frozen memtable's size, published for writers (see [`MemSlot`]).
@@ -52,6 +56,7 @@ impl Top {
             frozen: None,
             frozen_through_seq: 0,
             runs: Arc::from(Vec::new()),
+            runs_filter: None,
             fences: Fences::new(),
             slot: Arc::new(parking_lot::RwLock::new(slot)),
         }
@@ -82,11 +87,54 @@ impl Top {
         self.runs.iter().map(|r| r.stats.sized_bytes()).sum()
     }
 
-    /// Memory held: memtables, fences, and the runs' indexes.
+    /// Memory held: memtables, fences, and the runs' indexes and union filter.
     pub fn memory_bytes(&self) -> u64 {
         self.active.memory_bytes()
             + self.frozen.as_ref().map_or(0, |f| f.memory_bytes())
             + self.fences.memory_bytes()
             + self.runs.iter().map(DiskLevel::memory_bytes).sum::<u64>()
+            + self.covering_filter().map_or(0, |f| f.memory_bytes())
+    }
+
+    /// The union filter of the runs, if it covers them all (`runs_filter.rs`).
+    pub fn covering_filter(&self) -> Option<&Arc<RunsFilter>> {
+        self.runs_filter.as_ref()?.covers(&self.runs)
+    }
+
+    /// The union filter the next run of `keys` keys is to be added to before it is
+    /// installed: the runs' own if it covers them and has room, a new one if there are no
+    /// runs, else none (the set stays without one until it is emptied).
+    pub fn filter_for_run(&self, keys: u64, bits_per_key: u32) -> Option<Arc<RunsFilter>> {
+        match self.covering_filter() {
+            Some(f) => f.has_room_for(keys).then(|| f.clone()),
+            None if self.runs.is_empty() && bits_per_key > 0 => {
+                Some(Arc::new(RunsFilter::new(keys, bits_per_key)))
+            }
+            None => None,
+        }
+    }
+
+    /// Installs `run` as the newest run; `added_to` is the filter its keys were added to
+    /// ([`Top::filter_for_run`]), kept as the runs' filter if it covered every older run.
+    pub fn push_run(&mut self, run: DiskLevel, added_to: Option<Arc<RunsFilter>>) {
+        let keeps = match (self.covering_filter(), &added_to) {
+            (Some(covering), Some(added)) => Arc::ptr_eq(covering, added),
+            (None, Some(_)) => self.runs.is_empty(),
+            (_, None) => false,
+        };
+        let mut runs: Vec<DiskLevel> = Vec::with_capacity(self.runs.len() + 1);
+        runs.push(run);
+        runs.extend(self.runs.iter().cloned());
+        self.runs = runs.into();
+        self.runs_filter = added_to
+            .filter(|_| keeps)
+            .map(|filter| CoveredRuns { filter, runs: self.runs.clone() });
+    }
+
+    /// Takes the runs away (a merge's `L_0^old`) with their union filter, if it covers them.
+    pub fn take_runs(&mut self) -> (Arc<[DiskLevel]>, Option<Arc<RunsFilter>>) {
+        let filter = self.covering_filter().cloned();
+        self.runs_filter = None;
+        (std::mem::replace(&mut self.runs, Arc::from(Vec::new())), filter)
     }
 }
