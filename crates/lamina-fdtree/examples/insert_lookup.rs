@@ -55,17 +55,23 @@ fn main() {
     let mut found = 0;
     for _ in 0..rounds {
         let mut lap = Instant::now();
+        let mut slowest_us = 0.0f64;
         for (j, i) in (0..n).step_by(2).take(lookups).enumerate() {
+            let one = progress.then(Instant::now);
             found += usize::from(db.get(&key(i)).unwrap().is_some());
-            // PROGRESS=1: the rate of every 200,000 lookups and the runs they saw.
-            if progress && j % 200_000 == 199_999 {
-                let runs = db.with_tree(lamina_fdtree::Tree::run_count).unwrap();
-                eprintln!(
-                    "  lookups {}: {:.2} us each, runs {runs}",
-                    j + 1,
-                    lap.elapsed().as_secs_f64() * 1e6 / 200_000.0
-                );
-                lap = Instant::now();
+            // PROGRESS=1: the rate of every 200,000 lookups, the slowest and the runs.
+            if let Some(one) = one {
+                slowest_us = slowest_us.max(one.elapsed().as_secs_f64() * 1e6);
+                if j % 200_000 == 199_999 {
+                    let runs = db.with_tree(lamina_fdtree::Tree::run_count).unwrap();
+                    let us = lap.elapsed().as_secs_f64() * 1e6 / 200_000.0;
+                    eprintln!(
+                        "  lookups {}: {us:.2} us each, max {slowest_us:.0}, runs {runs}",
+                        j + 1
+                    );
+                    lap = Instant::now();
+                    slowest_us = 0.0;
+                }
             }
         }
     }
