@@ -79,9 +79,14 @@ impl Tree {
         Some(frozen)
     }
 
-    /// The union filter (`top/runs_filter.rs`) the run of `frozen` is to be added to.
+    /// The union filter (`top/runs_filter.rs`) the run of `frozen` is to be added to; a
+    /// new one is sized for runs of a full memtable of `frozen`'s mean entry size.
     pub(crate) fn filter_for_run(&self, frozen: &Memtable) -> Option<Arc<RunsFilter>> {
-        self.top.filter_for_run(frozen.stats().data_entries(), self.params.bloom_bits_per_key)
+        let keys = frozen.stats().data_entries();
+        let full = u128::from(keys) * u128::from(self.params.memtable_bytes_max)
+            / u128::from(frozen.bytes().max(1));
+        let keys_per_run = u64::try_from(full).unwrap_or(u64::MAX);
+        self.top.filter_for_run(keys, keys_per_run, self.params.bloom_bits_per_key)
     }
 
     /// Installs the run written from the frozen memtable as `L_0`'s newest run; `added_to`:

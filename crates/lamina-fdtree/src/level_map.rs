@@ -32,8 +32,8 @@
 //! the map reads them from the page cache that write left them in. Checking them read
 //! nothing from the device; it was a CRC of memory just written, and right after a merge,
 //! when every lookup reads a segment for the first time, it was 12% of a lookup's time
-//! (with the first parse) and lookups ran 20% slower (`docs/results/scale.md`, session
-//! 17). What this gives up is the same as for a segment checked once: a page evicted
+//! (with the first parse; lookups 7-11% faster without it, `docs/results/scale.md`,
+//! session 17). What this gives up is the same as for a segment checked once: a page evicted
 //! and read back from a device that damaged it meanwhile is not seen by lookups (the
 //! process's first read of a level written by an earlier one is always checked, and
 //! `verify` reads every level in full).

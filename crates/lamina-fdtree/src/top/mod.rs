@@ -102,16 +102,23 @@ impl Top {
     }
 
     /// The union filter the next run of `keys` keys is to be added to before it is
-    /// installed: the runs' own if it covers them and has room, a new one if there are no
-    /// runs, else none (the set stays without one until it is emptied).
-    pub fn filter_for_run(&self, keys: u64, bits_per_key: u32) -> Option<Arc<RunsFilter>> {
-        match self.covering_filter() {
-            Some(f) => f.has_room_for(keys).then(|| f.clone()),
+    /// installed, its keys counted in: the runs' own if it covers them and has room, a new
+    /// one sized for runs of `keys_per_run` keys if there are no runs, else none (the set
+    /// stays without one until it is emptied).
+    pub fn filter_for_run(
+        &self,
+        keys: u64,
+        keys_per_run: u64,
+        bits_per_key: u32,
+    ) -> Option<Arc<RunsFilter>> {
+        let filter = match self.covering_filter() {
+            Some(f) => f.clone(),
             None if self.runs.is_empty() && bits_per_key > 0 => {
-                Some(Arc::new(RunsFilter::new(keys, bits_per_key)))
+                Arc::new(RunsFilter::new(keys_per_run.max(keys), bits_per_key))
             }
-            None => None,
-        }
+            None => return None,
+        };
+        filter.reserve(keys).then_some(filter)
     }
 
     /// Installs `run` as the newest run; `added_to` is the filter its keys were added to

@@ -9,7 +9,7 @@
 //! the whole set and probes the runs' own filters only when it says "maybe": for the keys in
 //! no run, nearly all of them at 10M keys.
 //!
-//! Invariant: a filter [`RunsFilter::covers`] a set of runs only if every key of every run
+//! Invariant: a filter [`CoveredRuns::covers`] a set of runs only if every key of every run
 //! in it was added before the run was installed. The tree keeps the set it covers beside it
 //! (`Top::runs_filter`) and compares it with the current set by pointer: any change of the
 //! runs that does not go through `install_run` with this filter (recovery, a merge's
@@ -40,22 +40,27 @@ pub struct RunsFilter {
 }
 
 impl RunsFilter {
-    /// A filter for [`RUNS_COVERED`] runs of about `keys_per_run` keys each.
+    /// A filter for [`RUNS_COVERED`] runs of about `keys_per_run` keys each (a full
+    /// memtable's, so a small first run does not leave it too small for the rest).
     pub fn new(keys_per_run: u64, bits_per_key: u32) -> RunsFilter {
         let keys_sized = keys_per_run.max(1).saturating_mul(RUNS_COVERED);
         RunsFilter { bloom: Bloom::new(keys_sized, bits_per_key), keys_sized, keys_added: 0.into() }
     }
 
-    /// Whether `keys` more keys still fit (the filter stays useful).
-    pub fn has_room_for(&self, keys: u64) -> bool {
-        let added = self.keys_added.load(Ordering::Relaxed);
-        added.saturating_add(keys) <= self.keys_sized.saturating_mul(OVERFILL_FACTOR)
+    /// Counts `keys` more keys in if they fit (the filter stays useful); `false` leaves
+    /// the count as it was. Called once per run, under the tree lock.
+    pub fn reserve(&self, keys: u64) -> bool {
+        let added = self.keys_added.load(Ordering::Relaxed).saturating_add(keys);
+        let fits = added <= self.keys_sized.saturating_mul(OVERFILL_FACTOR);
+        if fits {
+            self.keys_added.store(added, Ordering::Relaxed);
+        }
+        fits
     }
 
-    /// Adds a key of a run about to be installed.
+    /// Adds a key of a run about to be installed (its run's keys were reserved first).
     pub fn insert(&self, key: &[u8]) {
         self.bloom.insert_hash(key_hash(key));
-        self.keys_added.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Whether some run of the set may hold a key of this hash (false: none does).
@@ -111,12 +116,13 @@ mod tests {
     }
 
     #[test]
-    fn a_filter_has_room_up_to_twice_its_size() {
+    fn a_filter_takes_keys_up_to_twice_its_size() {
         let filter = RunsFilter::new(10, 10);
         let sized = 10 * RUNS_COVERED;
-        assert!(filter.has_room_for(sized * OVERFILL_FACTOR));
-        assert!(!filter.has_room_for(sized * OVERFILL_FACTOR + 1));
-        filter.insert(b"k");
-        assert!(!filter.has_room_for(sized * OVERFILL_FACTOR));
+        assert!(!filter.reserve(sized * OVERFILL_FACTOR + 1));
+        assert!(filter.reserve(sized * OVERFILL_FACTOR - 1), "a refusal counted nothing");
+        assert!(!filter.reserve(2));
+        assert!(filter.reserve(1));
+        assert!(!filter.reserve(1));
     }
 }
