@@ -12,11 +12,12 @@ use super::control::{Next, RETRY_INTERVAL, clone_error};
 use super::inner::Inner;
 use crate::fc::run_fc_merge;
 use crate::flush::write_run;
+use crate::level::disk::DiskLevel;
 use crate::merge::side::{IntoTop, finalize_plan};
 use crate::options::FcMode;
 use crate::persist::fences;
 use crate::store::FileKind;
-use crate::top::Fences;
+use crate::top::{Fences, RunsFilter};
 use crate::tree::Tree;
 
 impl Inner {
@@ -128,14 +129,25 @@ impl Inner {
         let mut run = Some((run, union));
         self.commit_after(&mut || {
             let (run, union) = run.take().expect("installed once");
-            self.write(|t| {
-                t.install_run(run, union);
-                self.pacer.set_runs(t.run_count());
-                Ok(())
-            })
+            self.install(run, union)
+        })?;
+        Ok(true)
+    }
+
+    /// Installs a run written from the frozen memtable and wakes the writers waiting for
+    /// room at once: the memtable's bytes are free from here on, while the commit that
+    /// follows (superblock syncs, removals, the log's truncation) can take tens of
+    /// milliseconds. Waking them only after the commit kept a writer asleep until its
+    /// 50-ms recheck (`Control::wait_room`): insert maxima of 50, 100 and 150 ms at 3M
+    /// keys (`docs/results/scale.md`, session 18).
+    pub(super) fn install(&self, run: DiskLevel, union: Option<Arc<RunsFilter>>) -> Result<()> {
+        self.write(|t| {
+            t.install_run(run, union);
+            self.pacer.set_runs(t.run_count());
+            Ok(())
         })?;
         self.control.room_made();
-        Ok(true)
+        Ok(())
     }
 
     /// Freezes the active memtable under the exclusive write gate (no modification is

@@ -44,6 +44,12 @@ struct State {
     arrivals: u64,
     /// Bumped whenever room may have been made in `L_0` (a run was installed).
     room_epoch: u64,
+    /// Writers waiting for room now (test hook).
+    room_waiters: u32,
+    /// Test hook: how long a writer waits for room before it looks again (`None`:
+    /// [`RETRY_INTERVAL`]). A long one shows that writers are woken, not found by the
+    /// recheck.
+    room_recheck: Option<Duration>,
 }
 
 /// The control block.
@@ -189,8 +195,21 @@ impl Control {
     pub fn wait_room(&self, epoch: u64) {
         let mut st = self.state.lock();
         if st.room_epoch == epoch && st.failure.is_none() && !st.stop {
-            self.cv.wait_for(&mut st, RETRY_INTERVAL);
+            st.room_waiters += 1;
+            let recheck = st.room_recheck.unwrap_or(RETRY_INTERVAL);
+            self.cv.wait_for(&mut st, recheck);
+            st.room_waiters -= 1;
         }
+    }
+
+    /// Test hook: writers waiting for room now.
+    pub fn room_waiters(&self) -> u32 {
+        self.state.lock().room_waiters
+    }
+
+    /// Test hook: how long writers wait for room before they look again.
+    pub fn set_room_recheck(&self, recheck: Duration) {
+        self.state.lock().room_recheck = Some(recheck);
     }
 
     /// Waits until neither background thread is working nor wanted (tests, benchmarks).

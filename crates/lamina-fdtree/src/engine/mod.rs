@@ -263,6 +263,19 @@ impl FdTree {
         }
     }
 
+    /// Test hook: writers waiting for room in `L_0` now.
+    #[doc(hidden)]
+    pub fn room_waiters(&self) -> u32 {
+        self.inner.control.room_waiters()
+    }
+
+    /// Test hook: how long a writer waiting for room sleeps before it looks again (default
+    /// 50 ms); a long one shows that writers are woken when room is made.
+    #[doc(hidden)]
+    pub fn set_room_recheck(&self, recheck: Duration) {
+        self.inner.control.set_room_recheck(recheck);
+    }
+
     /// Test hook: hold the merge thread (FD+DS: after merge-execute, before the switch;
     /// FD+FC: after each stage); `false` releases it.
     #[doc(hidden)]
@@ -362,10 +375,7 @@ impl Inner {
         let Some(frozen) = self.write(|t| Ok(t.freeze(through)))? else { return Ok(()) };
         let (id, union) = self.write(|t| Ok((t.alloc_file_id()?, t.filter_for_run(&frozen))))?;
         let run = write_run(&self.store, &self.params, id, &frozen, union.as_deref())?;
-        self.write(|t| {
-            t.install_run(run, union);
-            Ok(())
-        })
+        self.install(run, union)
     }
 
     /// Freezes the active memtable even if it is not full (if nothing else is frozen).
@@ -413,10 +423,7 @@ impl Inner {
             let (id, union) =
                 self.write(|t| Ok((t.alloc_file_id()?, t.filter_for_run(&frozen))))?;
             let run = write_run(&self.store, &self.params, id, &frozen, union.as_deref())?;
-            self.write(|t| {
-                t.install_run(run, union);
-                Ok(())
-            })?;
+            self.install(run, union)?;
         }
         self.commit_after(&mut || Ok(()))
     }

@@ -1,0 +1,190 @@
+//! A writer that finds both memtables full waits for room (`Control::wait_room`). Room is
+//! made when the flush thread installs the frozen memtable's run; the commit that follows
+//! (superblock syncs, file removals, the log's truncation) took up to tens of milliseconds
+//! at 10M keys, and the writer used to be woken only after it, or by its 50-ms recheck:
+//! insert maxima of exactly 50, 100 and 150 ms (`docs/results/scale.md`, session 18).
+//!
+//! Here the commit never finishes while the writer waits (the superblock's sync is held),
+//! and the recheck is 10 minutes: the writer must be woken by the run's installation itself.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use lamina_core::{KeyRange, OrderedIndex};
+use lamina_fdtree::{FcMode, FdTree, FdTreeOptions};
+use lamina_storage::{MemoryStorage, OpenMode, Storage, StorageFile};
+use parking_lot::{Condvar, Mutex};
+
+/// How long a step may take before it counts as a hang.
+const STEP_TIME_MAX: Duration = Duration::from_mins(1);
+
+/// Puts the writer makes: many memtables' worth.
+const PUTS: u64 = 3_000;
+
+/// Which syncs are held: those of level and run files (`fd-*`), of the superblock.
+#[derive(Debug, Default)]
+struct Holds {
+    runs: bool,
+    commits: bool,
+}
+
+#[derive(Debug, Default)]
+struct Gate {
+    holds: Mutex<Holds>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn set(&self, f: impl FnOnce(&mut Holds)) {
+        f(&mut self.holds.lock());
+        self.cv.notify_all();
+    }
+
+    fn pass(&self, name: &str) {
+        let mut holds = self.holds.lock();
+        loop {
+            let held = (name.starts_with("fd-") && holds.runs)
+                || (name == "fdtree.super" && holds.commits);
+            if !held {
+                return;
+            }
+            self.cv.wait(&mut holds);
+        }
+    }
+}
+
+/// A memory storage whose syncs wait at the gate.
+#[derive(Debug)]
+struct Gated {
+    inner: MemoryStorage,
+    gate: Arc<Gate>,
+}
+
+#[derive(Debug)]
+struct GatedFile {
+    inner: Arc<dyn StorageFile>,
+    gate: Arc<Gate>,
+}
+
+impl Storage for Gated {
+    fn open(&self, name: &str, mode: OpenMode) -> lamina_core::Result<Arc<dyn StorageFile>> {
+        let inner = self.inner.open(name, mode)?;
+        Ok(Arc::new(GatedFile { inner, gate: self.gate.clone() }))
+    }
+    fn remove(&self, name: &str) -> lamina_core::Result<()> {
+        self.inner.remove(name)
+    }
+    fn rename(&self, from: &str, to: &str) -> lamina_core::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn list(&self) -> lamina_core::Result<Vec<String>> {
+        self.inner.list()
+    }
+    fn exists(&self, name: &str) -> lamina_core::Result<bool> {
+        self.inner.exists(name)
+    }
+    fn sync_dir(&self) -> lamina_core::Result<()> {
+        self.inner.sync_dir()
+    }
+    fn io_stats(&self) -> lamina_core::IoStats {
+        self.inner.io_stats()
+    }
+    fn path_of(&self, name: &str) -> std::path::PathBuf {
+        self.inner.path_of(name)
+    }
+}
+
+impl StorageFile for GatedFile {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> lamina_core::Result<()> {
+        self.inner.read_exact_at(offset, buf)
+    }
+    fn write_all_at(&self, offset: u64, data: &[u8]) -> lamina_core::Result<()> {
+        self.inner.write_all_at(offset, data)
+    }
+    fn len(&self) -> lamina_core::Result<u64> {
+        self.inner.len()
+    }
+    fn set_len(&self, len: u64) -> lamina_core::Result<()> {
+        self.inner.set_len(len)
+    }
+    fn sync_data(&self) -> lamina_core::Result<()> {
+        self.gate.pass(self.name());
+        self.inner.sync_data()
+    }
+    fn punch_hole(&self, offset: u64, len: u64) -> lamina_core::Result<()> {
+        self.inner.punch_hole(offset, len)
+    }
+    fn allocated_bytes(&self) -> lamina_core::Result<u64> {
+        self.inner.allocated_bytes()
+    }
+}
+
+/// Waits until `done` holds, polling; panics naming `what` past [`STEP_TIME_MAX`].
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed() < STEP_TIME_MAX, "{what}: not within {STEP_TIME_MAX:?}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn key(i: u64) -> [u8; 8] {
+    i.to_be_bytes()
+}
+
+#[test]
+fn a_writer_waiting_for_room_is_woken_when_the_run_is_installed_not_after_its_commit() {
+    let gate = Arc::new(Gate::default());
+    let storage = Arc::new(Gated { inner: MemoryStorage::new(), gate: gate.clone() });
+    let options = FdTreeOptions {
+        memory_budget_bytes: 4096,
+        block_bytes: 512,
+        segment_bytes: 512,
+        size_ratio: 2,
+        key_bytes_max: 8,
+        value_bytes_max: 8,
+        cache_bytes: 0,
+        mode: FcMode::Fc,
+        ..FdTreeOptions::default()
+    };
+    let db = Arc::new(FdTree::with_storage(storage, &options, true).unwrap());
+    db.set_room_recheck(Duration::from_mins(10));
+    // The first run's write waits, so the writer fills both memtables and waits for room.
+    gate.set(|h| {
+        h.runs = true;
+        h.commits = true;
+    });
+    let puts = Arc::new(AtomicU64::new(0));
+    let writer = {
+        let (db, puts) = (db.clone(), puts.clone());
+        std::thread::spawn(move || {
+            for i in 0..PUTS {
+                db.put(&key(i), b"value").unwrap();
+                puts.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    wait_until("the writer waits for room", || db.room_waiters() > 0);
+    let waited_at = puts.load(Ordering::SeqCst);
+    assert!(waited_at < PUTS, "the writer waits with puts left to do");
+    // The run is written and installed; its commit waits for the superblock's sync.
+    gate.set(|h| h.runs = false);
+    wait_until("the writer resumes once the run is installed", || {
+        puts.load(Ordering::SeqCst) > waited_at
+    });
+    gate.set(|h| h.commits = false);
+    wait_until("the writer finishes", || writer.is_finished());
+    writer.join().unwrap();
+    let expected: BTreeMap<Vec<u8>, Vec<u8>> =
+        (0..PUTS).map(|i| (key(i).to_vec(), b"value".to_vec())).collect();
+    let found: BTreeMap<Vec<u8>, Vec<u8>> =
+        db.scan(&KeyRange::all(), 1 << 20).unwrap().into_iter().collect();
+    assert_eq!(found, expected);
+    db.wait_for_merges().unwrap();
+    db.verify().unwrap();
+}
