@@ -22,6 +22,7 @@
 use std::sync::Arc;
 
 use lamina_core::Result;
+use lamina_storage::bloom::{PipelinedInserts, key_hash};
 
 use crate::level::{DiskLevel, LevelWriter, Visibility};
 use crate::memtable::Memtable;
@@ -43,15 +44,20 @@ pub(crate) fn write_run(
     let inner = mem.read();
     let keys = mem.stats().data_entries();
     let mut w = LevelWriter::new(store, params, 0, file_id, file, keys, Visibility::Private);
+    let mut union_pipe = PipelinedInserts::default();
     let written = (|| {
         for e in inner.iter() {
             if !w.fits([e.encoded_len()]) {
                 w.start_block(None)?;
             }
             if let Some(union) = union {
-                union.insert(e.key());
+                union.insert_pipelined(&mut union_pipe, key_hash(e.key()));
             }
             w.push(e);
+        }
+        // Every key is in the union before the run can be installed.
+        if let Some(union) = union {
+            union.drain(&mut union_pipe);
         }
         w.finish()
     })();
