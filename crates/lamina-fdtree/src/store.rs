@@ -283,16 +283,33 @@ impl BlockStore {
 
     /// Writes a whole small file (an index, a fences file, a progress record) and syncs it.
     pub fn write_file(&self, id: u32, kind: FileKind, bytes: &[u8]) -> Result<()> {
+        let file = self.write_file_unsynced(id, kind, bytes)?;
+        let synced = file.sync_data();
+        if synced.is_err() {
+            drop(file);
+            let _ = self.storage.remove(&file_name(id, kind)); // as in `write_file_unsynced`
+        }
+        synced
+    }
+
+    /// Writes a whole small file without syncing it; the caller syncs it before any commit
+    /// names it (`Tree::unsynced_files`).
+    pub fn write_file_unsynced(
+        &self,
+        id: u32,
+        kind: FileKind,
+        bytes: &[u8],
+    ) -> Result<Arc<dyn StorageFile>> {
         let file = self.create(id, kind)?;
-        let written = file.write_all_at(0, bytes).and_then(|()| file.sync_data());
-        if written.is_err() {
+        if let Err(e) = file.write_all_at(0, bytes) {
             // All or nothing, so that writing it again (after a full disk) can create it anew;
             // a file that cannot be removed is removed by the next recovery (no committed
             // state names it).
             drop(file);
             let _ = self.storage.remove(&file_name(id, kind));
+            return Err(e);
         }
-        written
+        Ok(file)
     }
 
     /// Reads a whole small file.

@@ -144,6 +144,11 @@ pub struct Tree {
     pub(crate) applied_seq: u64,
     /// The committed progress record of an FD+FC merge in progress (0: none).
     pub(crate) merge_file: u32,
+    /// Files of installed runs written but not synced yet (`flush.rs`). Invariant: every
+    /// file a commit names is synced before its superblock is written; the commit takes
+    /// this list with the manifest, under the tree lock, and syncs it first
+    /// (`engine/commit.rs`).
+    pub(crate) unsynced_files: Vec<Arc<dyn lamina_storage::StorageFile>>,
 }
 
 impl Tree {
@@ -163,6 +168,7 @@ impl Tree {
             merges: MergeCounts::default(),
             last_merge: None,
             obsolete_files: Vec::new(),
+            unsynced_files: Vec::new(),
             fences_file: 0,
             applied_seq: 0,
             merge_file: 0,

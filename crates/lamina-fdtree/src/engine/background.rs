@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use lamina_core::{Error, Result};
+use lamina_storage::StorageFile;
 
 use super::control::{Next, RETRY_INTERVAL, clone_error};
 use super::inner::Inner;
@@ -125,24 +126,28 @@ impl Inner {
             }
         };
         let (id, union) = self.write(|t| Ok((t.alloc_file_id()?, t.filter_for_run(&frozen))))?;
-        let run = write_run(&self.store, &self.params, id, &frozen, union.as_deref())?;
-        let mut run = Some((run, union));
-        self.commit_after(&mut || {
-            let (run, union) = run.take().expect("installed once");
-            self.install(run, union)
-        })?;
+        let (run, unsynced) = write_run(&self.store, &self.params, id, &frozen, union.as_deref())?;
+        self.install(run, union, unsynced)?;
+        self.commit_after(&mut || Ok(()))?;
         Ok(true)
     }
 
     /// Installs a run written from the frozen memtable and wakes the writers waiting for
     /// room at once: the memtable's bytes are free from here on, while the commit that
-    /// follows (superblock syncs, removals, the log's truncation) can take tens of
-    /// milliseconds. Waking them only after the commit kept a writer asleep until its
-    /// 50-ms recheck (`Control::wait_room`): insert maxima of 50, 100 and 150 ms at 3M
-    /// keys (`docs/results/scale.md`, session 18).
-    pub(super) fn install(&self, run: DiskLevel, union: Option<Arc<RunsFilter>>) -> Result<()> {
+    /// follows (the run's syncs, superblock syncs, removals, the log's truncation) can take
+    /// tens of milliseconds. Waking them only after the commit kept a writer asleep until
+    /// its 50-ms recheck (`Control::wait_room`): insert maxima of 50, 100 and 150 ms at 3M
+    /// keys (`docs/results/scale.md`, session 18). The run's files are not synced yet
+    /// (`unsynced`): the next commit, whichever thread makes it, syncs them before it names
+    /// the run (`Tree::unsynced_files`).
+    pub(super) fn install(
+        &self,
+        run: DiskLevel,
+        union: Option<Arc<RunsFilter>>,
+        unsynced: Vec<Arc<dyn StorageFile>>,
+    ) -> Result<()> {
         self.write(|t| {
-            t.install_run(run, union);
+            t.install_run(run, union, unsynced);
             self.pacer.set_runs(t.run_count());
             Ok(())
         })?;

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use lamina_core::{Error, Result};
+use lamina_storage::StorageFile;
 use parking_lot::RwLock;
 
 use super::control::RETRY_INTERVAL;
@@ -20,17 +21,29 @@ impl Inner {
         let mut persist = self.persist.lock();
         work()?;
         let Some(p) = persist.as_mut() else {
-            let obsolete = self.write(|t| Ok(t.take_obsolete()))?;
+            // A volatile tree commits nothing: its runs need no sync.
+            let obsolete = self.write(|t| {
+                t.unsynced_files.clear();
+                Ok(t.take_obsolete())
+            })?;
             return self.remove_files(obsolete);
         };
-        let (manifest, obsolete) = self.write(|t| Ok((t.manifest(), t.take_obsolete())))?;
+        // The manifest and the runs' files not synced yet, together: every file the manifest
+        // names is synced before the superblock names it (`Tree::unsynced_files`).
+        let (manifest, obsolete, unsynced) = self.write(|t| {
+            Ok((t.manifest(), t.take_obsolete(), std::mem::take(&mut t.unsynced_files)))
+        })?;
         // A commit is retryable: a failed superblock write leaves its sequence number and
         // slot to the next attempt, the other slot holding the previous commit.
-        let committed = self.retrying(|| p.commit(&self.store, self.log.as_deref(), &manifest));
+        let committed = self
+            .sync_files(&unsynced)
+            .and_then(|()| self.retrying(|| p.commit(&self.store, self.log.as_deref(), &manifest)));
         if let Err(e) = committed {
-            // Still named by the committed state: kept for the next commit.
+            // Still named by the committed state: kept for the next commit; and the next
+            // commit syncs the files again before it names them.
             let _ = self.write(|t| {
                 t.obsolete_files.extend(obsolete);
+                t.unsynced_files.extend(unsynced);
                 Ok(())
             });
             return Err(e);
@@ -71,6 +84,15 @@ impl Inner {
             })?;
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// Syncs files written without a sync (runs' level and index files), retrying a full
+    /// disk as other writes do.
+    fn sync_files(&self, files: &[Arc<dyn StorageFile>]) -> Result<()> {
+        for file in files {
+            self.retrying(|| file.sync_data())?;
+        }
+        Ok(())
     }
 
     /// Runs `op` until it succeeds, fails with something other than a full disk, or the

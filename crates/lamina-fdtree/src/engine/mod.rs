@@ -374,8 +374,8 @@ impl Inner {
     fn write_out_active(&self, through: u64) -> Result<()> {
         let Some(frozen) = self.write(|t| Ok(t.freeze(through)))? else { return Ok(()) };
         let (id, union) = self.write(|t| Ok((t.alloc_file_id()?, t.filter_for_run(&frozen))))?;
-        let run = write_run(&self.store, &self.params, id, &frozen, union.as_deref())?;
-        self.install(run, union)
+        let (run, unsynced) = write_run(&self.store, &self.params, id, &frozen, union.as_deref())?;
+        self.install(run, union, unsynced)
     }
 
     /// Freezes the active memtable even if it is not full (if nothing else is frozen).
@@ -422,8 +422,9 @@ impl Inner {
             let Some(frozen) = self.read(|t| Ok(t.top.frozen.clone()))? else { break };
             let (id, union) =
                 self.write(|t| Ok((t.alloc_file_id()?, t.filter_for_run(&frozen))))?;
-            let run = write_run(&self.store, &self.params, id, &frozen, union.as_deref())?;
-            self.install(run, union)?;
+            let (run, unsynced) =
+                write_run(&self.store, &self.params, id, &frozen, union.as_deref())?;
+            self.install(run, union, unsynced)?;
         }
         self.commit_after(&mut || Ok(()))
     }

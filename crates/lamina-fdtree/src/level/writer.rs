@@ -457,17 +457,38 @@ impl LevelWriter {
 
     /// Writes the last block, syncs the level file, writes and syncs its index file, and
     /// returns the finished level.
-    pub fn finish(mut self) -> Result<DiskLevel> {
+    pub fn finish(self) -> Result<DiskLevel> {
+        self.finish_with(true).map(|(level, _)| level)
+    }
+
+    /// [`LevelWriter::finish`] without the syncs: returns the finished level and its two
+    /// files (level, index), written but not synced. The caller must have them synced
+    /// before any commit names the level (`Tree::unsynced_files`); until then only this
+    /// process reads them, from the page cache.
+    pub fn finish_unsynced(self) -> Result<(DiskLevel, Vec<Arc<dyn StorageFile>>)> {
+        self.finish_with(false)
+    }
+
+    fn finish_with(mut self, sync: bool) -> Result<(DiskLevel, Vec<Arc<dyn StorageFile>>)> {
         self.end_block()?;
         self.write_pending()?;
         debug_assert!(self.bloom_pipe.is_empty(), "the filter holds every key");
-        self.io(|| self.file.sync_data())?;
+        if sync {
+            self.io(|| self.file.sync_data())?;
+        }
         // A copy: FD+FC lookups may still read the growing index until the tree switches to
         // the finished level (the filter is shared, not copied).
         let index = self.index.read().clone();
         let encoded = index.encode(self.file_id, &self.stats);
         // `write_file` leaves no partial file behind, so the retry can create it anew.
-        self.io(|| self.store.write_file(self.file_id, FileKind::Index, &encoded))?;
+        let mut unsynced = Vec::new();
+        if sync {
+            self.io(|| self.store.write_file(self.file_id, FileKind::Index, &encoded))?;
+        } else {
+            let index_file = self
+                .io(|| self.store.write_file_unsynced(self.file_id, FileKind::Index, &encoded))?;
+            unsynced.extend([self.file.clone(), index_file]);
+        }
         // The map lookups used while the level was written, if it covers the whole level;
         // else a map of the finished length. Either counts the segments written here as
         // checked (`level_map.rs`).
@@ -476,7 +497,7 @@ impl LevelWriter {
             Some((map, bound)) if bound >= written_bytes => map,
             _ => Arc::new(LevelMap::written_here()),
         };
-        Ok(DiskLevel {
+        let level = DiskLevel {
             label: self.label,
             file_id: self.file_id,
             file: self.file,
@@ -487,6 +508,7 @@ impl LevelWriter {
             tail: None,
             holds_data: true,
             map: Some(map),
-        })
+        };
+        Ok((level, unsynced))
     }
 }
