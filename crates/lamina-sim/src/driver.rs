@@ -59,6 +59,10 @@ pub struct Tally {
     pub fresh_stores: u64,
     /// Storage operations (or persists) run.
     pub medium_ops: u64,
+    /// A digest of every storage operation of every cycle, in order (fptree: its persists'
+    /// count): equal digests, the same operations in the same order, so two runs of a seed
+    /// that agree here replayed each other exactly.
+    pub ops_digest: u64,
 }
 
 impl Tally {
@@ -79,7 +83,13 @@ impl Tally {
         self.flip_older_keys += other.flip_older_keys;
         self.fresh_stores += other.fresh_stores;
         self.medium_ops += other.medium_ops;
+        self.ops_digest = fold_digest(self.ops_digest, other.ops_digest);
     }
+}
+
+/// Folds `next` into the order-sensitive `digest`.
+fn fold_digest(digest: u64, next: u64) -> u64 {
+    digest.rotate_left(17) ^ next.wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// A failed check: the engine, the seed and what went wrong, with the command replaying it.
@@ -161,6 +171,9 @@ pub fn run_seed(engine: EngineName, seed: u64, cycles: u64) -> Result<Tally, Fai
             .begin_cycle(&plan)
             .map_err(|e| failure(format!("arming the cycle: {e}"), Some(plan)))?;
         let ops_before = sim.medium.ops();
+        if trace_ops() {
+            eprintln!("cycle {cycle} begins: {plan:?}");
+        }
         let end = sim.cycle().map_err(|what| failure(what, Some(plan)))?;
         if sim.flip_struck() {
             sim.damaged = true; // the flipped bit stays in the store, whatever the cycle did
@@ -175,6 +188,12 @@ pub fn run_seed(engine: EngineName, seed: u64, cycles: u64) -> Result<Tally, Fai
         }
         sim.tally.crashes += 1;
         sim.tally.medium_ops += sim.medium.ops() - ops_before;
+        sim.tally.ops_digest = fold_digest(sim.tally.ops_digest, sim.medium.ops_digest());
+        if let Some(ops) = sim.medium.take_ops_trace() {
+            for line in ops {
+                eprintln!("  {line}");
+            }
+        }
         if let CycleEnd::Damaged = end {
             sim.tally.fresh_stores += 1;
             sim.medium = Medium::new(engine);
@@ -184,6 +203,12 @@ pub fn run_seed(engine: EngineName, seed: u64, cycles: u64) -> Result<Tally, Fai
         }
     }
     Ok(sim.tally)
+}
+
+/// Whether `LAMINA_SIM_TRACE_OPS` asks for a line per storage operation (finding where two
+/// runs of a seed part).
+pub(crate) fn trace_ops() -> bool {
+    std::env::var_os("LAMINA_SIM_TRACE_OPS").is_some()
 }
 
 /// Whether `LAMINA_SIM_TRACE` asks for a line per cycle (replaying a failing seed).
@@ -324,7 +349,14 @@ impl Sim {
     }
 
     fn check_then_work(&mut self, db: &Engine) -> Result<CycleEnd, String> {
-        match self.check_recovered(db) {
+        let checked = self.check_recovered(db);
+        if let Some(ops) = self.medium.take_ops_trace() {
+            for line in ops {
+                eprintln!("  {line}");
+            }
+            eprintln!("recovery checked -> {}", if checked.is_ok() { "ok" } else { "error" });
+        }
+        match checked {
             Ok(observed) => {
                 self.model.check_groups(&observed).map_err(|e| format!("after recovery: {e}"))?;
                 self.model.resolve(&observed);
@@ -426,6 +458,16 @@ impl Sim {
             let op = self.workload.next(&mut self.rng, &self.model);
             let result = self.execute(db, &op).and_then(|()| db.settle().map_err(Checked::Engine));
             let crashed = self.medium.crashed();
+            if let Some(ops) = self.medium.take_ops_trace() {
+                let outcome = result.as_ref().map_err(|e| match e {
+                    Checked::Engine(e) => e.to_string(),
+                    Checked::Wrong(what) => what.clone(),
+                });
+                for line in ops {
+                    eprintln!("  {line}");
+                }
+                eprintln!("{} -> {outcome:?}", op.kind());
+            }
             let effects = op.effects();
             match result {
                 Ok(()) if crashed && !self.medium.acks_after_crash_count() => {

@@ -11,7 +11,11 @@
 //! `Durability::Sync` every acknowledged write must survive; the operation in flight may go
 //! either way (a batch all or nothing); an injected EIO or flip may give a clear
 //! `Io`/`Corruption` error, never a panic, a hang or a value nobody wrote. Everything is
-//! seeded, so a failing seed replays exactly (`scripts/simulate ENGINE 20 SEED`).
+//! seeded, so a failing seed replays exactly (`scripts/simulate ENGINE 20 SEED`): the
+//! storage asks its users for lockstep ([`lamina_storage::Storage::lockstep`]), so the log's
+//! flusher and fdtree's flush and merge threads do their storage operations in an order the
+//! driver's calls fix, not the scheduler; [`driver::Tally::ops_digest`] digests them all, and
+//! `LAMINA_SIM_TRACE_OPS=1` prints each one with its thread (to find where two runs part).
 
 pub mod driver;
 pub mod engines;

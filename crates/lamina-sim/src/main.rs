@@ -58,7 +58,7 @@ fn main() {
         println!(
             "{:<13} crashes {:>6} ({:.0}/s, {:.1} s; {} in recovery, {} in the workload) seeds {} \
              writes acked {} keys checked {} recoveries checked {} | eio {} enospc {} (refused {}, \
-             kept working {}) flips {} (clear errors {}, older keys {}, fresh stores {}) | medium ops {}",
+             kept working {}) flips {} (clear errors {}, older keys {}, fresh stores {}) | medium ops {} digest {:016x}",
             engine.name(),
             t.crashes,
             t.crashes as f64 / secs.max(1e-9),
@@ -78,6 +78,7 @@ fn main() {
             t.flip_older_keys,
             t.fresh_stores,
             t.medium_ops,
+            t.ops_digest,
         );
         if let Some(failure) = outcome.failure {
             println!("{failure}");

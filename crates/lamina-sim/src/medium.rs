@@ -78,9 +78,18 @@ impl Medium {
                     Fault::Flip { at } => faults = faults.flip_bit_at(at),
                 }
                 let next = match storage.take() {
-                    None => FaultyStorage::new(Arc::new(MemoryStorage::new()), faults)?,
+                    None => {
+                        let fresh = FaultyStorage::new(Arc::new(MemoryStorage::new()), faults)?;
+                        // Background work in lockstep with the driver's calls: a seed
+                        // replays exactly (kept across crashes).
+                        fresh.set_lockstep(true);
+                        fresh
+                    }
                     Some(old) => old.reopen_after_crash_with(faults)?,
                 };
+                if crate::driver::trace_ops() {
+                    next.trace_ops();
+                }
                 *storage = Some(next);
             }
             Medium::Region(region) => {
@@ -151,6 +160,25 @@ impl Medium {
         match self {
             Medium::Files(storage) => storage.as_ref().map_or(0, FaultyStorage::ops),
             Medium::Region(region) => region.as_ref().map_or(0, |r| r.persist_count()),
+        }
+    }
+
+    /// A digest of the cycle's storage operations so far, in order (a region: its persists'
+    /// count).
+    pub fn ops_digest(&self) -> u64 {
+        match self {
+            Medium::Files(storage) => storage.as_ref().map_or(0, FaultyStorage::ops_digest),
+            Medium::Region(region) => region.as_ref().map_or(0, |r| r.persist_count()),
+        }
+    }
+
+    /// The cycle's storage operations, if `LAMINA_SIM_TRACE_OPS` asked for them.
+    pub fn take_ops_trace(&self) -> Option<Vec<String>> {
+        match self {
+            Medium::Files(Some(storage)) if crate::driver::trace_ops() => {
+                Some(storage.take_ops_trace())
+            }
+            _ => None,
         }
     }
 

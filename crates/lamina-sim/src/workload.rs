@@ -42,6 +42,19 @@ pub enum Op {
 }
 
 impl Op {
+    /// The operation's kind, for traces.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Op::Put(..) => "put",
+            Op::Delete(_) => "delete",
+            Op::Cas { .. } => "compare-and-swap",
+            Op::Batch(_) => "batch",
+            Op::Get(_) => "get",
+            Op::Scan => "scan",
+            Op::Maintain => "maintain",
+        }
+    }
+
     /// What the operation changes if it takes effect.
     pub fn effects(&self) -> Effects {
         match self {

@@ -49,6 +49,17 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// The path of `name`, for error messages ([`Error::Corruption`] names the file).
     fn path_of(&self, name: &str) -> PathBuf;
 
+    /// Whether users of this storage must run their background work in lockstep with the
+    /// calls that cause it, so that its operations come in an order fixed by those calls
+    /// alone: the deterministic simulation's storage says so (`FaultyStorage::lockstep`),
+    /// so that a seed replays exactly. In lockstep, timers never start storage work (the
+    /// log flushes only when asked or full and retries a stalled flush only when asked,
+    /// fdtree's writers wait for the flush they start, a full disk is retried when a writer
+    /// asks); what is written is unchanged. Default: no (real storage).
+    fn lockstep(&self) -> bool {
+        false
+    }
+
     /// Reads the whole file `name`.
     fn read_all(&self, name: &str) -> Result<Vec<u8>> {
         let file = self.open(name, OpenMode::Existing)?;

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use lamina_core::{Error, Result};
 use lamina_storage::StorageFile;
 
-use super::control::{Next, RETRY_INTERVAL, clone_error};
+use super::control::{Next, RETRY_INTERVAL, clone_error, mark_background_thread};
 use super::inner::Inner;
 use crate::fc::run_fc_merge;
 use crate::flush::write_run;
@@ -24,6 +24,7 @@ use crate::tree::Tree;
 impl Inner {
     /// The flush thread.
     pub fn flush_thread(&self) {
+        mark_background_thread();
         let run = std::panic::AssertUnwindSafe(|| {
             loop {
                 let retry = self.control.no_space().is_some().then_some(RETRY_INTERVAL);
@@ -55,6 +56,7 @@ impl Inner {
 
     /// The merge thread (FD+DS, FD+FC).
     pub fn merge_thread(&self) {
+        mark_background_thread();
         let run = std::panic::AssertUnwindSafe(|| {
             loop {
                 let retry = self.control.no_space().is_some().then_some(RETRY_INTERVAL);

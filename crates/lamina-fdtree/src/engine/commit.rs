@@ -7,7 +7,6 @@ use lamina_core::{Error, Result};
 use lamina_storage::StorageFile;
 use parking_lot::RwLock;
 
-use super::control::RETRY_INTERVAL;
 use super::inner::Inner;
 use crate::fc::FcHost;
 use crate::level::writer::RetryPolicy;
@@ -128,7 +127,7 @@ impl FcHost for Inner {
             // wait, retry. Writers that free space (deletes, a user freeing the disk) let it
             // go on.
             inner.control.background_result(&Err(super::control::clone_error(err)));
-            std::thread::sleep(RETRY_INTERVAL);
+            inner.control.retry_pause();
             true
         }))
     }

@@ -50,6 +50,18 @@ struct State {
     /// [`RETRY_INTERVAL`]). A long one shows that writers are woken, not found by the
     /// recheck.
     room_recheck: Option<Duration>,
+    /// The storage asks for lockstep (`Storage::lockstep`): background work that met a
+    /// full disk retries when a writer kicks it ([`Control::kick_retry`]), not on a timer.
+    lockstep: bool,
+    /// Kicks given so far (lockstep).
+    kicks: u64,
+    /// Background threads waiting for a kick: paused inside their work, or idle with a
+    /// full-disk retry pending (lockstep).
+    kick_waiters: u32,
+    /// Kicks those threads have woken up to (a kicker waits for all it woke).
+    kick_acks: u64,
+    /// Of `kick_waiters`, those paused inside their work.
+    paused: u32,
 }
 
 /// The control block.
@@ -130,12 +142,12 @@ impl Control {
     /// The flush thread's wait: until wanted (or `timeout`, to retry after a full disk),
     /// or stopped.
     pub fn next_flush(&self, timeout: Option<Duration>) -> Next {
-        self.next(|st| &mut st.flush_wanted, |st| &mut st.flushing, timeout)
+        self.next(|st| &mut st.flush_wanted, |st| &mut st.flushing, timeout, false)
     }
 
     /// The merge thread's wait.
     pub fn next_merge(&self, timeout: Option<Duration>) -> Next {
-        self.next(|st| &mut st.merge_wanted, |st| &mut st.merging, timeout)
+        self.next(|st| &mut st.merge_wanted, |st| &mut st.merging, timeout, true)
     }
 
     fn next(
@@ -143,6 +155,7 @@ impl Control {
         wanted: impl Fn(&mut State) -> &mut bool,
         busy: impl Fn(&mut State) -> &mut bool,
         timeout: Option<Duration>,
+        yields_to_flush: bool,
     ) -> Next {
         let mut st = self.state.lock();
         *busy(&mut st) = false;
@@ -151,11 +164,32 @@ impl Control {
             if st.stop {
                 return Next::Stop;
             }
-            if std::mem::take(wanted(&mut st)) {
+            // In lockstep the two threads take turns: their storage operations never
+            // interleave (this thread's own flag was cleared above).
+            // When both are wanted the flush goes first, whichever thread looks first.
+            let other_busy =
+                st.lockstep && (st.flushing || st.merging || (yields_to_flush && st.flush_wanted));
+            if !other_busy && std::mem::take(wanted(&mut st)) {
                 *busy(&mut st) = true;
                 return Next::Work;
             }
             match timeout {
+                Some(_) if st.lockstep => {
+                    // Registering and leaving happen under the lock, so a kicker counts
+                    // exactly the threads its kick wakes.
+                    let kicks = st.kicks;
+                    st.kick_waiters += 1;
+                    self.cv.wait(&mut st);
+                    st.kick_waiters -= 1;
+                    if st.kicks != kicks {
+                        st.kick_acks += 1;
+                        self.cv.notify_all();
+                        if !st.stop {
+                            *busy(&mut st) = true;
+                            return Next::Work;
+                        }
+                    }
+                }
                 Some(t) => {
                     if self.cv.wait_for(&mut st, t).timed_out() {
                         *busy(&mut st) = true;
@@ -212,21 +246,81 @@ impl Control {
         self.state.lock().room_recheck = Some(recheck);
     }
 
-    /// Waits until neither background thread is working nor wanted (tests, benchmarks).
+    /// Waits until neither background thread is working nor wanted (tests, benchmarks),
+    /// or, in lockstep, until the working one is paused for a kick after a full disk (the
+    /// other cannot start meanwhile).
     pub fn wait_idle(&self) -> Result<()> {
         let mut st = self.state.lock();
         loop {
-            if let Some(e) = &st.failure {
-                return Err(clone_error(e));
-            }
-            if st.stop
-                || (!st.flushing && !st.merging && !st.flush_wanted && !st.merge_wanted)
+            let working = u32::from(st.flushing) + u32::from(st.merging);
+            let wanted = st.flush_wanted || st.merge_wanted;
+            let settled = st.stop
+                || (working == 0 && !wanted)
                 || (st.held && st.hold)
-            {
+                || (st.lockstep && working > 0 && st.paused == working);
+            if let Some(e) = &st.failure {
+                // In lockstep only once the failed work has also cleaned up after itself.
+                if !st.lockstep || settled {
+                    return Err(clone_error(e));
+                }
+            } else if settled {
                 return Ok(());
             }
             self.cv.wait_for(&mut st, RETRY_INTERVAL);
         }
+    }
+
+    /// Puts the control block in lockstep (`Storage::lockstep`; set once, at open).
+    pub fn set_lockstep(&self, lockstep: bool) {
+        self.state.lock().lockstep = lockstep;
+    }
+
+    /// Whether background work runs in lockstep with the writers.
+    pub fn lockstep(&self) -> bool {
+        self.state.lock().lockstep
+    }
+
+    /// Background work that met a full disk waits before it retries: [`RETRY_INTERVAL`],
+    /// or in lockstep until a writer kicks it (or the threads stop).
+    pub fn retry_pause(&self) {
+        let mut st = self.state.lock();
+        // Only the background threads wait for a kick: a caller's own thread (recovery,
+        // close) would wait for itself.
+        if !st.lockstep || !ON_BACKGROUND_THREAD.get() {
+            drop(st);
+            std::thread::sleep(RETRY_INTERVAL);
+            return;
+        }
+        let kicks = st.kicks;
+        st.paused += 1;
+        st.kick_waiters += 1;
+        self.cv.notify_all();
+        while st.kicks == kicks && !st.stop {
+            self.cv.wait(&mut st);
+        }
+        st.paused -= 1;
+        st.kick_waiters -= 1;
+        if st.kicks != kicks {
+            st.kick_acks += 1;
+            self.cv.notify_all();
+        }
+    }
+
+    /// Lockstep: a writer found background work stuck on a full disk; lets it retry once
+    /// and waits until it finished or is stuck again, so the retry's storage operations come
+    /// before the writer's own.
+    pub fn kick_retry(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        let (woken, acks) = (st.kick_waiters, st.kick_acks);
+        if woken > 0 {
+            st.kicks += 1;
+            self.cv.notify_all();
+            while st.kick_acks < acks + u64::from(woken) && !st.stop && st.failure.is_none() {
+                self.cv.wait(&mut st);
+            }
+        }
+        drop(st);
+        self.wait_idle()
     }
 
     /// Test hook: whether the merge thread is held now.
@@ -283,6 +377,17 @@ impl Control {
         st.held = false;
         self.cv.notify_all();
     }
+}
+
+thread_local! {
+    /// Whether this thread is one of the engine's background threads.
+    static ON_BACKGROUND_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the calling thread as a background thread (the flush and merge threads, at their
+/// start).
+pub fn mark_background_thread() {
+    ON_BACKGROUND_THREAD.set(true);
 }
 
 /// A copy of an error to hand to another caller (errors are not `Clone`: an I/O source is

@@ -181,6 +181,8 @@ impl FdTree {
             closed: AtomicBool::new(false),
             me: me.clone(),
         });
+        // FD+XM has no background threads: its work is in the writer's call already.
+        inner.control.set_lockstep(mode != FcMode::Xm && inner.storage.lockstep());
         inner.replay(records)?;
         if mode != FcMode::Fc && inner.read(|t| Ok(t.fc_resume.is_some()))? {
             // An FD+FC merge in progress, opened with another scheme (the format is
@@ -193,6 +195,10 @@ impl FdTree {
             inner.flush_now()?;
             inner.merge_now()?;
         } else {
+            // Asked before the threads start, so that their first turns do not depend on
+            // how fast they start (lockstep: the flush goes first).
+            inner.control.want_flush();
+            inner.control.want_merge();
             for (name, work) in [
                 ("fdtree-flush", Inner::flush_thread as fn(&Inner)),
                 ("fdtree-merge", Inner::merge_thread as fn(&Inner)),
@@ -205,8 +211,11 @@ impl FdTree {
                         .map_err(|e| Error::io("starting an fdtree background thread", e))?,
                 );
             }
-            inner.control.want_flush();
-            inner.control.want_merge();
+            if inner.control.lockstep() {
+                // The work recovery left due runs before the caller's first call; a failure
+                // of it reaches the calls that modify.
+                let _ = inner.control.wait_idle();
+            }
         }
         Ok(FdTree { inner, threads: Mutex::new(threads) })
     }
@@ -233,6 +242,13 @@ impl FdTree {
             if !due || self.inner.control.stopping() {
                 return self.inner.control.check();
             }
+            if self.inner.control.lockstep()
+                && let Some(e) = self.inner.control.no_space()
+            {
+                // Stuck on a full disk until a writer kicks it: waiting here would wait
+                // forever (without lockstep the retries run on a timer).
+                return Err(e);
+            }
             self.inner.control.want_flush();
             self.inner.control.want_merge();
             std::thread::sleep(control::RETRY_INTERVAL / 10);
@@ -256,10 +272,17 @@ impl FdTree {
                 return Ok(());
             }
             self.inner.control.want_flush();
+            let lockstep = self.inner.control.lockstep();
+            if lockstep {
+                // The flush runs to its end (its commit included) before this returns.
+                self.inner.control.wait_idle()?;
+            }
             if let Some(e) = self.inner.control.no_space() {
                 return Err(e);
             }
-            self.inner.control.wait_room(epoch);
+            if !lockstep {
+                self.inner.control.wait_room(epoch);
+            }
         }
     }
 

@@ -188,7 +188,8 @@ impl Inner {
     pub(super) fn pace_run(&self) -> Result<()> {
         let mut started: Option<Instant> = None;
         loop {
-            if self.control.stopping() {
+            // In lockstep the merge cannot run beside this flush: nothing to pace against.
+            if self.control.stopping() || self.control.lockstep() {
                 break;
             }
             let (runs, merging, progress) =

@@ -154,6 +154,11 @@ impl Inner {
     /// instead writes a full memtable out and runs the merges due right here, under its
     /// exclusive lock (section 3), before the modification is applied.
     fn admit(&self, growth: Growth, put: Option<(&[u8], usize)>) -> Result<()> {
+        let lockstep = self.control.lockstep();
+        if lockstep && self.control.no_space().is_some() {
+            // Background work waits on a full disk for a writer's kick (lockstep).
+            self.control.kick_retry()?;
+        }
         loop {
             self.control.check()?;
             if growth == Growth::Adds {
@@ -176,6 +181,13 @@ impl Inner {
             }
             if freeze_due && frozen == 0 {
                 self.control.want_flush();
+                if lockstep {
+                    // The flush's storage operations before this modification's own.
+                    self.control.wait_idle()?;
+                    if self.control.no_space().is_none() {
+                        continue;
+                    }
+                }
             }
             if active + frozen < self.params.memtable_bytes_max {
                 if let Some((key, value_len)) = put {
@@ -239,6 +251,11 @@ impl Inner {
                 || (self.log.is_some() && logged >= self.params.log_checkpoint_bytes))
         {
             self.control.want_flush();
+            if self.control.lockstep() {
+                // The flush's storage operations before the caller's next ones; its
+                // failures reach the next modification.
+                let _ = self.control.wait_idle();
+            }
         }
         Ok(())
     }

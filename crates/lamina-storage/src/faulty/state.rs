@@ -44,6 +44,11 @@ pub(super) struct Inode {
 #[derive(Debug)]
 pub(super) struct State {
     pub(super) ops: u64,
+    /// FNV-1a over every counted operation's description, in order: two runs that did the
+    /// same operations in the same order have the same digest (exact-replay checks).
+    pub(super) ops_digest: u64,
+    /// Every counted operation's description, when tracing (`FaultyStorage::trace_ops`).
+    pub(super) ops_trace: Option<Vec<String>>,
     pub(super) crashed: bool,
     pub(super) rng: SplitMix,
     pub(super) inodes: BTreeMap<InodeId, Inode>,
@@ -61,6 +66,9 @@ pub(super) struct Shared {
     pub(super) plan: FaultPlan,
     pub(super) accounting: IoAccounting,
     pub(super) state: Mutex<State>,
+    /// Set by [`crate::FaultyStorage::set_lockstep`]: users run background work in lockstep
+    /// (`Storage::lockstep`).
+    pub(super) lockstep: std::sync::atomic::AtomicBool,
     /// Set by [`crate::FaultyStorage::stop_failing`]: the plan's injected failures are over.
     pub(super) healed: std::sync::atomic::AtomicBool,
 }
@@ -72,6 +80,17 @@ pub fn is_simulated_crash(err: &Error) -> bool {
 
 pub(super) fn crash_error(op: &str) -> Error {
     Error::io(format!("{op} on a crashed storage"), std::io::Error::other(CRASH_MESSAGE))
+}
+
+/// The FNV-1a offset basis: the digest of no operations.
+pub(super) const DIGEST_EMPTY: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Folds `bytes` (and a separator) into an FNV-1a digest.
+fn fnv1a(mut digest: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes.iter().chain(&[0xff]) {
+        digest = (digest ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    digest
 }
 
 /// What the operation about to run must do differently.
@@ -112,6 +131,11 @@ impl Shared {
         }
         state.ops += 1;
         let op = state.ops;
+        state.ops_digest = fnv1a(state.ops_digest, what.as_bytes());
+        if let Some(trace) = &mut state.ops_trace {
+            let thread = std::thread::current();
+            trace.push(format!("op {op}: {what} [{}]", thread.name().unwrap_or("?")));
+        }
         if self.plan.crash_at_op == Some(op) {
             let torn = write.filter(|_| self.plan.tear_crashing_write);
             self.crash_locked(state, torn)?;

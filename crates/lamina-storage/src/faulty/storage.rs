@@ -8,7 +8,7 @@ use lamina_core::{Error, IoStats, Result};
 use parking_lot::Mutex;
 
 use super::file::FaultyFile;
-use super::state::{DirUndo, Inode, RESERVED_PREFIX, Shared, State, crash_error};
+use super::state::{DIGEST_EMPTY, DirUndo, Inode, RESERVED_PREFIX, Shared, State, crash_error};
 use crate::accounting::{AccountingOptions, IoAccounting};
 use crate::backend::{OpenMode, Storage, StorageFile, check_name, not_found};
 use crate::fault_plan::{FaultPlan, SplitMix};
@@ -39,6 +39,8 @@ impl FaultyStorage {
         let accounting = IoAccounting::new(options);
         let mut state = State {
             ops: 0,
+            ops_digest: DIGEST_EMPTY,
+            ops_trace: None,
             crashed: false,
             rng: SplitMix(plan.seed),
             inodes: BTreeMap::new(),
@@ -59,6 +61,7 @@ impl FaultyStorage {
                 plan,
                 accounting,
                 state: Mutex::new(state),
+                lockstep: std::sync::atomic::AtomicBool::new(false),
                 healed: std::sync::atomic::AtomicBool::new(false),
             }),
         })
@@ -72,6 +75,31 @@ impl FaultyStorage {
     /// Operations counted so far (the crashing one included).
     pub fn ops(&self) -> u64 {
         self.shared.state.lock().ops
+    }
+
+    /// Asks the users of this storage (engines opened over it afterwards) to run their
+    /// background work in lockstep with the calls that cause it (`Storage::lockstep`), so
+    /// that a seeded run does the same operations in the same order every time.
+    pub fn set_lockstep(&self, lockstep: bool) {
+        self.shared.lockstep.store(lockstep, std::sync::atomic::Ordering::Release);
+    }
+
+    /// A digest of every operation counted so far (what it was, on which file, where, how
+    /// many bytes), in order: equal digests mean the same operations in the same order, so
+    /// a seeded run that must replay exactly can be compared with its rerun.
+    pub fn ops_digest(&self) -> u64 {
+        self.shared.state.lock().ops_digest
+    }
+
+    /// Starts keeping every counted operation's description (for finding where two runs
+    /// that should replay each other part); [`FaultyStorage::take_ops_trace`] returns them.
+    pub fn trace_ops(&self) {
+        self.shared.state.lock().ops_trace.get_or_insert_with(Vec::new);
+    }
+
+    /// The operations traced since [`FaultyStorage::trace_ops`] (empty if not tracing).
+    pub fn take_ops_trace(&self) -> Vec<String> {
+        self.shared.state.lock().ops_trace.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Whether the simulated crash happened.
@@ -97,7 +125,13 @@ impl FaultyStorage {
     pub fn reopen_after_crash_with(&self, plan: FaultPlan) -> Result<FaultyStorage> {
         self.crash()?;
         let options = self.shared.accounting.options().clone();
-        FaultyStorage::with_accounting(self.shared.inner.clone(), plan, options)
+        let next = FaultyStorage::with_accounting(self.shared.inner.clone(), plan, options)?;
+        next.set_lockstep(self.storage_lockstep());
+        Ok(next)
+    }
+
+    fn storage_lockstep(&self) -> bool {
+        self.shared.lockstep.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Ends the plan's injected failures from now on (a full device got space back, a
@@ -238,6 +272,10 @@ impl Storage for FaultyStorage {
 
     fn path_of(&self, name: &str) -> PathBuf {
         self.shared.inner.path_of(name)
+    }
+
+    fn lockstep(&self) -> bool {
+        self.storage_lockstep()
     }
 }
 

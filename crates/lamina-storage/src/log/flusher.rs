@@ -39,6 +39,11 @@ pub(super) fn flush_decision(
         return Ok(());
     }
     let first = st.fill_first_at.expect("non-empty buffer has a first record");
+    if inner.lockstep {
+        // No timer decides: a `Sync` appender's record is flushed at once, the others when
+        // asked (a sync, a full buffer, the close).
+        return if options.durability == Durability::Sync { Ok(()) } else { Err(None) };
+    }
     match options.durability {
         Durability::Sync => {
             let no_one_pending = inner.arriving.load(Ordering::SeqCst) == 0;
@@ -115,14 +120,25 @@ fn next_work(inner: &Inner, stalled: &mut Option<Pending>) -> Next {
             return Next::Stop;
         }
         if stalled.is_some() {
-            let asked = st.retry_waiters > 0 || st.sync_waiters > 0 || st.closing;
+            let asked = if inner.lockstep {
+                // Only requests made after the stall was published: a `sync` that was
+                // waiting when it happened returns its error without a retry.
+                st.retries_asked > st.retries_answered || st.closing
+            } else {
+                st.retry_waiters > 0 || st.sync_waiters > 0 || st.closing
+            };
             if asked || waited {
                 return Next::Retry(stalled.take().expect("checked"), st.retries_asked);
             }
             st.flusher_idle = true;
-            inner.work_cv.wait_for(&mut st, STALL_RETRY_INTERVAL);
+            if inner.lockstep {
+                // Retried only when asked (an append, a sync, the close).
+                inner.work_cv.wait(&mut st);
+            } else {
+                inner.work_cv.wait_for(&mut st, STALL_RETRY_INTERVAL);
+                waited = true;
+            }
             st.flusher_idle = false;
-            waited = true;
             continue;
         }
         match flush_decision(inner, &st, Instant::now()) {
@@ -183,6 +199,21 @@ pub(super) fn flusher_loop(inner: &Inner, mut sink: Sink) {
             let first_unapplied = inner.unapplied.lock().first_key_value().map(|(g, _)| *g);
             unapplied.push(pending.generation, head_before, &pending.buffer, first_unapplied);
         }
+        if inner.lockstep
+            && result.is_ok()
+            && let Sink::Ring(ring) = &mut sink
+            && let Err(failure) = collect_ahead(inner, ring, head_before, &mut unapplied)
+        {
+            // In lockstep the collection runs before the chunk's writers learn anything, so
+            // that their next calls never overlap it; they get its failure instead.
+            let mut st = inner.state.lock();
+            set_failure(inner, &mut st, failure);
+            drop(st);
+            for thread in std::mem::take(&mut pending.threads) {
+                thread.unpark();
+            }
+            return;
+        }
         let mut st = inner.state.lock();
         if let Some(answers) = retry {
             st.retries_answered = st.retries_answered.max(answers);
@@ -214,6 +245,7 @@ pub(super) fn flusher_loop(inner: &Inner, mut sink: Sink) {
         }
         // Read ahead and collect while writers fill the next buffer (contest paper, Fig. 5).
         if result.is_ok()
+            && !inner.lockstep
             && let Sink::Ring(ring) = &mut sink
             && let Err(failure) = collect_ahead(inner, ring, head_before, &mut unapplied)
         {

@@ -206,6 +206,10 @@ pub(super) struct Inner {
     pub(super) waits_yielded: AtomicU64,
     /// `Sync` waits not durable when yielding ended (`LogStats::sync_waits_parked`).
     pub(super) waits_parked: AtomicU64,
+    /// The storage asks for lockstep (`Storage::lockstep`): no timer starts a flush or a
+    /// retry, and a ring's read-ahead collection finishes before a chunk's writers are told
+    /// it is durable.
+    pub(super) lockstep: bool,
     pub(super) options: LogOptions,
     /// The engine's liveness oracle (rings only).
     pub(super) oracle: Option<Arc<dyn LiveRecords>>,

@@ -118,6 +118,7 @@ impl LogCore {
             cores: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             waits_yielded: AtomicU64::new(0),
             waits_parked: AtomicU64::new(0),
+            lockstep: storage.lockstep(),
             options,
             oracle,
             growth_in_flight: AtomicU64::new(0),
@@ -269,6 +270,14 @@ impl LogCore {
     pub(super) fn sync(&self) -> Result<()> {
         let inner = &*self.inner;
         let mut st = inner.state.lock();
+        if inner.lockstep
+            && st.stalled.is_some()
+            && let Some(err) = retry_stalled(inner, &mut st)
+        {
+            // In lockstep a stalled flush is retried only when asked: a sync that finds
+            // one asks once (a stall while it waits is its answer, retried by the next call).
+            return Err(err);
+        }
         let target = st.next_seq - 1;
         st.sync_waiters += 1;
         let result = loop {
