@@ -70,6 +70,8 @@ pub struct Control {
     state: Mutex<State>,
     /// Background threads wait here for work; writers for room; tests for idleness.
     cv: Condvar,
+    /// `State::lockstep`, readable without the lock (every modification asks).
+    lockstep: std::sync::atomic::AtomicBool,
 }
 
 /// What a background thread should do next.
@@ -273,11 +275,12 @@ impl Control {
     /// Puts the control block in lockstep (`Storage::lockstep`; set once, at open).
     pub fn set_lockstep(&self, lockstep: bool) {
         self.state.lock().lockstep = lockstep;
+        self.lockstep.store(lockstep, std::sync::atomic::Ordering::Release);
     }
 
     /// Whether background work runs in lockstep with the writers.
     pub fn lockstep(&self) -> bool {
-        self.state.lock().lockstep
+        self.lockstep.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Background work that met a full disk waits before it retries: [`RETRY_INTERVAL`],
