@@ -11,6 +11,12 @@
 //!   meanwhile writers that need room in `L_0` get the error instead of waiting, and once
 //!   space is freed the same handle works again.
 //!
+//! **Lockstep** (`Storage::lockstep`, asked by the deterministic simulation's storage): the
+//! storage operations of the two threads must come in an order the writers' calls fix. The
+//! threads then take turns (the flush first when both are wanted), writers that start a
+//! flush wait for it (`wait_idle`), and work stuck on a full disk retries when a writer
+//! kicks it (`kick_retry`) rather than every [`RETRY_INTERVAL`]. Off on real storage.
+//!
 //! Invariant: `failure` never goes from `Some` back to `None`.
 
 use std::time::Duration;
