@@ -466,7 +466,12 @@ impl Sim {
                 for line in ops {
                     eprintln!("  {line}");
                 }
-                eprintln!("{} -> {outcome:?}", op.kind());
+                let keys: Vec<String> = op
+                    .effects()
+                    .iter()
+                    .map(|(k, v)| format!("{}{}", show(k), if v.is_some() { "" } else { "(del)" }))
+                    .collect();
+                eprintln!("{} {} -> {outcome:?}", op.kind(), keys.join(" "));
             }
             let effects = op.effects();
             match result {

@@ -29,7 +29,7 @@ pub struct Model {
     /// written are absent. One entry: certain.
     keys: BTreeMap<Vec<u8>, Vec<Option<Vec<u8>>>>,
     /// Batches of unknown outcome still unresolved: each must be applied entirely or not at
-    /// all (keys overwritten since by an acknowledged write leave their group).
+    /// all (keys written since, acknowledged or not, leave their group).
     groups: Vec<Vec<GroupEntry>>,
 }
 
@@ -82,7 +82,14 @@ impl Model {
             if !values.contains(new) {
                 values.push(new.clone());
             }
+            // What the key holds no longer tells whether an earlier batch applied: this
+            // write may have overwritten it, even with a value the key held before that
+            // batch (a delete of a key the batch created).
+            for earlier in &mut self.groups {
+                earlier.retain(|entry| entry.key != *key);
+            }
         }
+        self.groups.retain(|g| g.len() > 1);
         if group.len() > 1 {
             self.groups.push(group);
         }
@@ -193,5 +200,28 @@ mod tests {
         assert!(matches!(model.check(b"a", Some(b"3"), false), Verdict::Wrong(_)));
         model.resolve(&observed(&[("a", "2"), ("b", "2")]));
         assert_eq!(model.certain(b"b"), Some(Some(&b"2"[..])));
+    }
+
+    /// Seed 1122 of fdtree-fc: batch A put keys that were absent, a later batch B of unknown
+    /// outcome deleted one of them; both applied left that key absent, as before A. That
+    /// is A and B applied, not A half applied.
+    #[test]
+    fn a_later_unknown_write_takes_its_key_out_of_an_earlier_batch() {
+        let mut model = Model::new();
+        let put = |k: &str, v: &str| (k.as_bytes().to_vec(), Some(v.as_bytes().to_vec()));
+        let delete = |k: &str| (k.as_bytes().to_vec(), None);
+        model.unknown(&vec![put("a", "1"), put("b", "1"), put("c", "1")]);
+        model.unknown(&vec![delete("b"), put("d", "2")]);
+        let observed: BTreeMap<Vec<u8>, Vec<u8>> = [("a", "1"), ("c", "1"), ("d", "2")]
+            .iter()
+            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect();
+        assert!(model.check_groups(&observed).is_ok());
+        // Still all or nothing on the keys nobody wrote since: A's "c" missing is caught.
+        let half: BTreeMap<Vec<u8>, Vec<u8>> = [("a", "1")]
+            .iter()
+            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect();
+        assert!(model.check_groups(&half).is_err());
     }
 }
