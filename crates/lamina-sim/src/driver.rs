@@ -208,7 +208,9 @@ pub fn run_seed(engine: EngineName, seed: u64, cycles: u64) -> Result<Tally, Fai
 /// Whether `LAMINA_SIM_TRACE_OPS` asks for a line per storage operation (finding where two
 /// runs of a seed part).
 pub(crate) fn trace_ops() -> bool {
-    std::env::var_os("LAMINA_SIM_TRACE_OPS").is_some()
+    // Asked after every operation: read the environment once.
+    static TRACE_OPS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TRACE_OPS.get_or_init(|| std::env::var_os("LAMINA_SIM_TRACE_OPS").is_some())
 }
 
 /// Whether `LAMINA_SIM_TRACE` asks for a line per cycle (replaying a failing seed).

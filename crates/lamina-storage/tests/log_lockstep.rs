@@ -53,11 +53,16 @@ fn no_timer_flushes_in_lockstep() {
 #[test]
 fn without_lockstep_the_deadline_flushes() {
     // The control of the test above: the same calls on ordinary storage.
+    // Polled, not timed: a loaded machine may schedule the flusher late, never not at all.
     let (faulty, log) = open(FaultPlan::none(), false);
     let opened = faulty.ops();
     put(&log, 1);
-    std::thread::sleep(TIMERS_FIRE);
-    assert_eq!(faulty.ops(), opened + 2, "the deadline flushed the buffer");
+    let mut polls = 0;
+    while faulty.ops() < opened + 2 && polls < 1000 {
+        std::thread::sleep(Duration::from_millis(10));
+        polls += 1;
+    }
+    assert_eq!(faulty.ops(), opened + 2, "the deadline flushed the buffer, nothing else");
     log.close().unwrap();
 }
 
