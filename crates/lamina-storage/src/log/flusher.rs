@@ -13,10 +13,9 @@ use lamina_core::{Durability, Error, Result};
 
 use super::chunk::CHUNK_FLAG_CLEAN_CLOSE;
 use super::options::LiveRecords;
-use super::record::SeqNo;
 use super::recovery::Sink;
 use super::ring::Ring;
-use super::shared::{Failure, Inner, Rejected, State};
+use super::shared::{Failure, Inner, Pending, Rejected, State};
 use super::superseded::DurableUnapplied;
 use super::writer::{APPLY_WAIT, LINGER_MIN};
 
@@ -65,22 +64,9 @@ pub(super) fn flush_decision(
     }
 }
 
-/// A write buffer taken from the appenders, on its way to becoming a chunk.
-struct Pending {
-    buffer: Vec<u8>,
-    /// A split batch one of whose leading parts is in the buffer (`split_append.rs`).
-    batch_part: Option<SeqNo>,
-    records: u32,
-    waiters: u32,
-    seq_lo: SeqNo,
-    seq_hi: SeqNo,
-    generation: u64,
-    threads: Vec<std::thread::Thread>,
-}
-
 /// Swaps the fill buffer out: appenders fill the spare while this one is written and
-/// synced.
-fn take_fill(inner: &Inner, st: &mut State) -> Pending {
+/// synced (or, when the flusher is behind, while it waits in `State::queued`).
+pub(super) fn take_fill(inner: &Inner, st: &mut State) -> Pending {
     let spare = std::mem::take(&mut st.spare);
     let buffer = std::mem::replace(&mut st.fill, spare);
     let pending = Pending {
@@ -140,6 +126,10 @@ fn next_work(inner: &Inner, stalled: &mut Option<Pending>) -> Next {
             }
             st.flusher_idle = false;
             continue;
+        }
+        if let Some(queued) = st.queued.pop_front() {
+            // Older than the fill buffer: chunks go out in the order of their records.
+            return Next::Flush(queued);
         }
         match flush_decision(inner, &st, Instant::now()) {
             Ok(()) => return Next::Flush(take_fill(inner, &mut st)),

@@ -38,3 +38,4 @@ pub use record::{LogOp, Record, RecordOp, SeqNo, put_record_bytes};
 pub use ring_log::RingLog;
 pub use segment_log::SegmentLog;
 pub use stats::LogStats;
+pub use writer::QUEUED_BUFFERS_MAX;

@@ -152,6 +152,12 @@ impl SegmentLog {
         stats
     }
 
+    /// The writer's counters only (`segments` and `disk_bytes` left 0): unlike
+    /// [`SegmentLog::stats`], never waits for a flush in progress.
+    pub fn writer_stats(&self) -> LogStats {
+        self.core.stats()
+    }
+
     /// The sequence number the next append gets. Unlike [`SegmentLog::stats`], never waits
     /// for a flush in progress.
     pub fn next_seq(&self) -> SeqNo {

@@ -13,7 +13,7 @@
 //!   retries it; meanwhile new appends and `sync` get the error, and an append first asks
 //!   the flusher to retry, so writes resume as soon as space is back.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -79,6 +79,20 @@ pub(super) struct Rejected {
     pub waiters: u32,
 }
 
+/// A write buffer taken from the appenders, on its way to becoming a chunk.
+#[derive(Debug)]
+pub(super) struct Pending {
+    pub(super) buffer: Vec<u8>,
+    /// A split batch one of whose leading parts is in the buffer (`split_append.rs`).
+    pub(super) batch_part: Option<SeqNo>,
+    pub(super) records: u32,
+    pub(super) waiters: u32,
+    pub(super) seq_lo: SeqNo,
+    pub(super) seq_hi: SeqNo,
+    pub(super) generation: u64,
+    pub(super) threads: Vec<std::thread::Thread>,
+}
+
 #[derive(Debug)]
 pub(super) struct State {
     pub(super) fill: Vec<u8>,
@@ -91,6 +105,9 @@ pub(super) struct State {
     pub(super) fill_seq_lo: SeqNo,
     pub(super) fill_seq_hi: SeqNo,
     pub(super) spare: Vec<u8>,
+    /// Full buffers taken out of the way of the appenders while the flusher was busy, oldest
+    /// first, to be written before the fill buffer (`Inner::queued_buffers_max`).
+    pub(super) queued: VecDeque<Pending>,
     /// Generation of the fill buffer; buffer `g` is chunk `g` (plus carried records).
     pub(super) gen_fill: u64,
     pub(super) next_seq: SeqNo,
@@ -142,6 +159,7 @@ impl State {
             fill_seq_lo: seq_hi + 1,
             fill_seq_hi: seq_hi,
             spare: Vec::with_capacity(options.buffer_bytes),
+            queued: VecDeque::new(),
             gen_fill: 1,
             next_seq: seq_hi + 1,
             durable_seq: seq_hi,
@@ -210,6 +228,9 @@ pub(super) struct Inner {
     /// retry, and a ring's read-ahead collection finishes before a chunk's writers are told
     /// it is durable.
     pub(super) lockstep: bool,
+    /// How many full buffers may wait for the flusher instead of their appenders
+    /// (`writer.rs`, `QUEUED_BUFFERS_MAX`; 0: appenders wait for the spare buffer).
+    pub(super) queued_buffers_max: usize,
     pub(super) options: LogOptions,
     /// The engine's liveness oracle (rings only).
     pub(super) oracle: Option<Arc<dyn LiveRecords>>,

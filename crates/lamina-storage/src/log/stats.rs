@@ -10,6 +10,11 @@ pub struct LogStats {
     pub appends: u64,
     /// Records read back by recovery at open.
     pub records_recovered: u64,
+    /// Full buffers queued for the flusher instead of making an appender wait
+    /// (`Buffered`/`None` segment logs, `writer.rs`).
+    pub buffers_queued: u64,
+    /// The most buffers queued at once.
+    pub queued_buffers_peak: u64,
     /// New records written in chunks (garbage-collected copies not included).
     pub records_written: u64,
     /// Flush rounds (each ends with one `fdatasync`; a round may write a carry-only chunk

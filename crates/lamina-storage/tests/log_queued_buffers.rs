@@ -1,0 +1,214 @@
+//! Under `Durability::None` (and `Buffered`) a segment log's appenders do not wait for a
+//! slow sync: full buffers queue for the flusher, up to `QUEUED_BUFFERS_MAX`, and are
+//! written in order, so recovery still reads every record of a cleanly closed log in
+//! sequence. Past the bound, appenders wait (memory stays bounded). Under `Sync` nothing
+//! is queued.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use lamina_core::{Durability, Result};
+use lamina_storage::backend::OpenMode;
+use lamina_storage::log::{
+    LogOp, LogOptions, QUEUED_BUFFERS_MAX, Record, SegmentLog, SegmentLogOptions,
+};
+use lamina_storage::{MemoryStorage, Storage, StorageFile};
+
+/// A liveness bound for threads that must finish (not a measure of speed).
+const LIVENESS: Duration = Duration::from_mins(2);
+
+/// Closed: every `sync_data` waits until it opens.
+#[derive(Debug, Default)]
+struct Gate {
+    closed: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn set(&self, closed: bool) {
+        *self.closed.lock().unwrap() = closed;
+        self.cv.notify_all();
+    }
+
+    fn pass(&self) {
+        let mut closed = self.closed.lock().unwrap();
+        while *closed {
+            closed = self.cv.wait(closed).unwrap();
+        }
+    }
+}
+
+/// Opens the gate when dropped, so a failing test cannot leave the flusher waiting.
+struct OpenOnDrop(Arc<Gate>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
+/// Memory storage whose file syncs wait at the gate.
+#[derive(Debug)]
+struct GatedStorage {
+    inner: MemoryStorage,
+    gate: Arc<Gate>,
+}
+
+#[derive(Debug)]
+struct GatedFile {
+    inner: Arc<dyn StorageFile>,
+    gate: Arc<Gate>,
+}
+
+impl Storage for GatedStorage {
+    fn open(&self, name: &str, mode: OpenMode) -> Result<Arc<dyn StorageFile>> {
+        let inner = self.inner.open(name, mode)?;
+        Ok(Arc::new(GatedFile { inner, gate: self.gate.clone() }))
+    }
+    fn remove(&self, name: &str) -> Result<()> {
+        self.inner.remove(name)
+    }
+    fn rename(&self, from: &str, to: &str) -> Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn list(&self) -> Result<Vec<String>> {
+        self.inner.list()
+    }
+    fn exists(&self, name: &str) -> Result<bool> {
+        self.inner.exists(name)
+    }
+    fn sync_dir(&self) -> Result<()> {
+        self.inner.sync_dir()
+    }
+    fn io_stats(&self) -> lamina_core::IoStats {
+        self.inner.io_stats()
+    }
+    fn path_of(&self, name: &str) -> std::path::PathBuf {
+        self.inner.path_of(name)
+    }
+}
+
+impl StorageFile for GatedFile {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.inner.read_exact_at(offset, buf)
+    }
+    fn write_all_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.inner.write_all_at(offset, data)
+    }
+    fn len(&self) -> Result<u64> {
+        self.inner.len()
+    }
+    fn set_len(&self, len: u64) -> Result<()> {
+        self.inner.set_len(len)
+    }
+    fn sync_data(&self) -> Result<()> {
+        self.gate.pass();
+        self.inner.sync_data()
+    }
+    fn punch_hole(&self, offset: u64, len: u64) -> Result<()> {
+        self.inner.punch_hole(offset, len)
+    }
+    fn allocated_bytes(&self) -> Result<u64> {
+        self.inner.allocated_bytes()
+    }
+}
+
+const BUFFER_BYTES: usize = 16 * 1024;
+const VALUE_BYTES: usize = 1000;
+
+fn options(durability: Durability) -> SegmentLogOptions {
+    let log = LogOptions { durability, buffer_bytes: BUFFER_BYTES, ..LogOptions::default() };
+    let segment_bytes = 64 * log.chunk_bytes_max();
+    SegmentLogOptions { log, segment_bytes }
+}
+
+fn value(i: u32) -> Vec<u8> {
+    vec![(i % 251) as u8; VALUE_BYTES]
+}
+
+/// Appends records `from..to` on a thread; the receiver gets `()` when all are in.
+fn append_on_thread(log: &Arc<SegmentLog>, from: u32, to: u32) -> mpsc::Receiver<()> {
+    let (done, finished) = mpsc::channel();
+    let log = log.clone();
+    std::thread::spawn(move || {
+        for i in from..to {
+            log.append(LogOp::Put { key: &i.to_be_bytes(), value: &value(i) }).unwrap();
+        }
+        drop(log); // before telling: the test takes the log back once all are done
+        let _ = done.send(());
+    });
+    finished
+}
+
+fn recovered(storage: Arc<dyn Storage>, options: SegmentLogOptions) -> Vec<Record> {
+    let mut records = Vec::new();
+    let log = SegmentLog::open(storage, options, |r| records.push(r)).unwrap();
+    log.close().unwrap();
+    records
+}
+
+#[test]
+fn appenders_do_not_wait_for_a_slow_sync_and_the_queue_is_bounded() {
+    let gate = Arc::new(Gate::default());
+    let storage: Arc<dyn Storage> =
+        Arc::new(GatedStorage { inner: MemoryStorage::new(), gate: gate.clone() });
+    let log =
+        Arc::new(SegmentLog::open(storage.clone(), options(Durability::None), |_| {}).unwrap());
+    let per_buffer = (BUFFER_BYTES / (VALUE_BYTES + 64)) as u32;
+
+    // Every sync blocks: without the queue, appenders would wait once the fill buffer and
+    // the one being synced are both full (two buffers' worth).
+    gate.set(true);
+    let _opened_at_the_end = OpenOnDrop(gate.clone());
+    let within_queue = per_buffer * (QUEUED_BUFFERS_MAX as u32 / 2);
+    let finished = append_on_thread(&log, 0, within_queue);
+    let outcome = finished.recv_timeout(LIVENESS);
+    if outcome.is_err() {
+        gate.set(false);
+        panic!("appends waited for a blocked sync: {:?}", log.writer_stats());
+    }
+    let stats = log.writer_stats();
+    assert!(stats.buffers_queued >= 2, "{stats:?}");
+
+    // Far past the bound: the appender must wait for the sync (the queue is bounded).
+    let past_bound = within_queue + per_buffer * (QUEUED_BUFFERS_MAX as u32 + 4);
+    let finished = append_on_thread(&log, within_queue, past_bound);
+    let mut polls = 0;
+    while log.writer_stats().queued_buffers_peak < QUEUED_BUFFERS_MAX as u64 {
+        std::thread::sleep(Duration::from_millis(5));
+        polls += 1;
+        assert!(polls < 24_000, "the queue never filled: {:?}", log.writer_stats());
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(finished.try_recv().is_err(), "appends went past the queue's bound");
+    assert_eq!(log.writer_stats().queued_buffers_peak, QUEUED_BUFFERS_MAX as u64);
+    gate.set(false);
+    finished.recv_timeout(LIVENESS).expect("appends resume once the sync completes");
+    let Ok(log) = Arc::try_unwrap(log) else { panic!("an appender still holds the log") };
+    log.close().unwrap();
+
+    // Every record, in order: the queued chunks were written in the order of their records.
+    let records = recovered(storage, options(Durability::None));
+    assert_eq!(records.len(), past_bound as usize);
+    for (i, record) in records.iter().enumerate() {
+        assert_eq!(record.seq, i as u64 + 1, "records out of order");
+    }
+}
+
+#[test]
+fn sync_appends_queue_nothing() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let log = Arc::new(SegmentLog::open(storage, options(Durability::Sync), |_| {}).unwrap());
+    let writers: Vec<_> =
+        (0..4u32).map(|t| append_on_thread(&log, t * 100, t * 100 + 60)).collect();
+    for finished in writers {
+        finished.recv_timeout(LIVENESS).expect("sync appends finish");
+    }
+    assert_eq!(log.writer_stats().buffers_queued, 0);
+    let Ok(log) = Arc::try_unwrap(log) else { panic!("an appender still holds the log") };
+    log.close().unwrap();
+}
