@@ -20,6 +20,7 @@
 //! any lock, then installed as the newest run under the tree lock.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use lamina_core::Result;
 use lamina_storage::StorageFile;
@@ -36,12 +37,15 @@ use crate::tree::Tree;
 /// the file is removed. The run's files are written, not synced: they are returned for
 /// [`Tree::install_run`], and the commit that first names the run syncs them (a writer
 /// waiting for room waited for both syncs, 10-15 ms each beside a merge at 3M keys, before).
+/// `entries_written`, if given, is set to the entries written so far at every block (the
+/// flush's progress, which writers are spaced by: `engine/flush_rate.rs`).
 pub(crate) fn write_run(
     store: &BlockStore,
     params: &Params,
     file_id: u32,
     mem: &Memtable,
     union: Option<&RunsFilter>,
+    entries_written: Option<&AtomicU64>,
 ) -> Result<(DiskLevel, Vec<Arc<dyn StorageFile>>)> {
     let file = store.create(file_id, FileKind::Level)?;
     let inner = mem.read();
@@ -49,14 +53,20 @@ pub(crate) fn write_run(
     let mut w = LevelWriter::new(store, params, 0, file_id, file, keys, Visibility::Private);
     let mut union_pipe = PipelinedInserts::default();
     let written = (|| {
-        for e in inner.iter() {
+        for (i, e) in inner.iter().enumerate() {
             if !w.fits([e.encoded_len()]) {
                 w.start_block(None)?;
+                if let Some(progress) = entries_written {
+                    progress.store(i as u64, Ordering::Relaxed);
+                }
             }
             if let Some(union) = union {
                 union.insert_pipelined(&mut union_pipe, key_hash(e.key()));
             }
             w.push(e);
+        }
+        if let Some(progress) = entries_written {
+            progress.store(keys, Ordering::Relaxed);
         }
         // Every key is in the union before the run can be installed.
         if let Some(union) = union {

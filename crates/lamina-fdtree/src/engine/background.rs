@@ -21,6 +21,11 @@ use crate::store::FileKind;
 use crate::top::{Fences, RunsFilter};
 use crate::tree::Tree;
 
+/// Runs the flush thread may install before it commits them (module doc of `flush_one`):
+/// a commit syncs the run's two files and the superblock, 20-45 ms beside a merge, during
+/// which nothing freezes the active memtable.
+const RUNS_UNCOMMITTED_MAX: u32 = 4;
+
 impl Inner {
     /// The flush thread.
     pub fn flush_thread(&self) {
@@ -97,7 +102,7 @@ impl Inner {
     /// due), installs it and commits; repeats while there is one to write.
     pub fn flush_now(&self) -> Result<()> {
         while self.flush_one()? {}
-        Ok(())
+        self.commit_owed_runs()
     }
 
     /// `flush_now` for the flush thread: each run waits for its room in `L_0^new`
@@ -106,13 +111,20 @@ impl Inner {
         loop {
             self.pace_run()?;
             if !self.flush_one()? {
-                return Ok(());
+                return self.commit_owed_runs();
             }
         }
     }
 
     /// Writes one run out (the frozen memtable, or the active one if a freeze is due);
-    /// whether there was one.
+    /// whether there was one. The run is committed at once, unless the next freeze is
+    /// already due (up to [`RUNS_UNCOMMITTED_MAX`] runs in a row): then the next run is
+    /// written first and one commit covers both. Nothing is less durable meanwhile: the
+    /// runs' records are in the log until a commit names the runs (their files are synced
+    /// by that commit, `Tree::unsynced_files`), and the log is truncated only after it. At
+    /// 3M keys, a commit that waited behind the merge's commit lock let the writers fill
+    /// both memtables while no flush ran (measured: most waits for room with nothing
+    /// frozen, `docs/results/scale.md`).
     fn flush_one(&self) -> Result<bool> {
         let frozen = self.read(|t| Ok(t.top.frozen.clone()))?;
         let frozen = match frozen {
@@ -127,11 +139,42 @@ impl Inner {
                 }
             }
         };
-        let (id, union) = self.write(|t| Ok((t.alloc_file_id()?, t.filter_for_run(&frozen))))?;
-        let (run, unsynced) = write_run(&self.store, &self.params, id, &frozen, union.as_deref())?;
-        self.install(run, union, unsynced)?;
-        self.commit_after(&mut || Ok(()))?;
+        let installed = self
+            .write(|t| Ok((t.alloc_file_id()?, t.filter_for_run(&frozen))))
+            .and_then(|(id, union)| {
+                let (run, unsynced) = write_run(
+                    &self.store,
+                    &self.params,
+                    id,
+                    &frozen,
+                    union.as_deref(),
+                    Some(self.flush_rate.entries_written()),
+                )?;
+                self.install(run, union, unsynced)
+            });
+        self.flush_rate.ended(installed.is_ok());
+        installed?;
+        let owed = self.runs_uncommitted.fetch_add(1, Ordering::Relaxed) + 1;
+        let next_ready = self.read(|t| Ok(t.top.frozen.is_some()))? || self.freeze_due()?;
+        if owed < RUNS_UNCOMMITTED_MAX && !self.control.lockstep() && next_ready {
+            // Writers are filling the last memtable: the next run first, one commit for both.
+            return Ok(true);
+        }
+        self.commit_owed_runs()?;
         Ok(true)
+    }
+
+    /// Commits the runs installed since the last commit, if any (before the flush thread
+    /// waits for work: `FdTree::flush` and close rely on it).
+    fn commit_owed_runs(&self) -> Result<()> {
+        if self.runs_uncommitted.swap(0, Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
+        let committed = self.commit_after(&mut || Ok(()));
+        if committed.is_err() {
+            self.runs_uncommitted.fetch_add(1, Ordering::Relaxed); // still owed
+        }
+        committed
     }
 
     /// Installs a run written from the frozen memtable and wakes the writers waiting for
@@ -159,7 +202,7 @@ impl Inner {
 
     /// Freezes the active memtable under the exclusive write gate (no modification is
     /// between its log append and its memtable insert).
-    fn freeze(&self) -> Result<Option<Arc<crate::memtable::Memtable>>> {
+    pub(super) fn freeze(&self) -> Result<Option<Arc<crate::memtable::Memtable>>> {
         let frozen = self.write_gated(|t| {
             let through = match &self.log {
                 Some(log) => log.next_seq().saturating_sub(1),
@@ -167,8 +210,9 @@ impl Inner {
             };
             Ok(t.freeze(through))
         })?;
-        if frozen.is_some() {
+        if let Some(f) = &frozen {
             self.logged_bytes.store(0, Ordering::Relaxed);
+            self.flush_rate.began(f.stats().data_entries());
         }
         Ok(frozen)
     }

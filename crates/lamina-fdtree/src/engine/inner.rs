@@ -61,8 +61,12 @@ pub(crate) struct Inner {
     pub user_bytes_written: AtomicU64,
     /// Log bytes appended since the memtable was last frozen.
     pub logged_bytes: AtomicU64,
+    /// Runs the flush thread installed and has not committed yet (`background.rs`).
+    pub runs_uncommitted: std::sync::atomic::AtomicU32,
     /// Paces writers and runs to the merge's progress (`pacing.rs`).
     pub pacer: super::pacing::Pacer,
+    /// Spaces writers to the flush's rate while a run is written (`flush_rate.rs`).
+    pub flush_rate: super::flush_rate::FlushRate,
     /// Scans started again because a merge reclaimed a block they needed (`scan.rs`).
     pub scan_restarts: AtomicU64,
     pub closed: AtomicBool,

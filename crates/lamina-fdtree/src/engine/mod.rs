@@ -6,11 +6,14 @@
 //! - `read.rs`: lookups and scans;
 //! - `background.rs`: the flush thread and the merge thread (FD+XM runs their work inline);
 //! - `commit.rs`: commits, and what an FD+FC merge needs from the engine (`fc::FcHost`);
-//! - `control.rs`: wake-ups, stopping, failures (sticky, or a full disk that is waited out).
+//! - `control.rs`: wake-ups, stopping, failures (sticky, or a full disk that is waited out);
+//! - `pacing.rs`: runs and writers paced to the merge's progress;
+//! - `flush_rate.rs`: writers spaced to the flush's rate while a run is written.
 
 mod background;
 mod commit;
 pub(crate) mod control;
+mod flush_rate;
 mod inner;
 mod pacing;
 pub use pacing::{RUNS_PACE_FLOOR, RUNS_PACE_SPAN, runs_allowed};
@@ -176,7 +179,9 @@ impl FdTree {
             control: Control::default(),
             user_bytes_written: AtomicU64::new(0),
             logged_bytes: AtomicU64::new(0),
+            runs_uncommitted: std::sync::atomic::AtomicU32::new(0),
             pacer: pacing::Pacer::default(),
+            flush_rate: flush_rate::FlushRate::default(),
             scan_restarts: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             me: me.clone(),
@@ -397,7 +402,8 @@ impl Inner {
     fn write_out_active(&self, through: u64) -> Result<()> {
         let Some(frozen) = self.write(|t| Ok(t.freeze(through)))? else { return Ok(()) };
         let (id, union) = self.write(|t| Ok((t.alloc_file_id()?, t.filter_for_run(&frozen))))?;
-        let (run, unsynced) = write_run(&self.store, &self.params, id, &frozen, union.as_deref())?;
+        let (run, unsynced) =
+            write_run(&self.store, &self.params, id, &frozen, union.as_deref(), None)?;
         self.install(run, union, unsynced)
     }
 
@@ -446,7 +452,7 @@ impl Inner {
             let (id, union) =
                 self.write(|t| Ok((t.alloc_file_id()?, t.filter_for_run(&frozen))))?;
             let (run, unsynced) =
-                write_run(&self.store, &self.params, id, &frozen, union.as_deref())?;
+                write_run(&self.store, &self.params, id, &frozen, union.as_deref(), None)?;
             self.install(run, union, unsynced)?;
         }
         self.commit_after(&mut || Ok(()))
@@ -524,6 +530,17 @@ impl OrderedIndex for FdTree {
             stats.extra.push(("run_pacing_us", pacer.paced_us.load(Ordering::Relaxed)));
             stats.extra.push(("puts_slowed", pacer.slowed_puts.load(Ordering::Relaxed)));
             stats.extra.push(("put_slowdown_us", pacer.slowed_us.load(Ordering::Relaxed)));
+            let flush_rate = &self.inner.flush_rate;
+            stats.extra.push(("puts_spaced", flush_rate.slowed_puts.load(Ordering::Relaxed)));
+            stats.extra.push(("put_spacing_us", flush_rate.slowed_us.load(Ordering::Relaxed)));
+            stats.extra.push(("room_waits", pacer.room_waits.load(Ordering::Relaxed)));
+            stats.extra.push(("room_wait_us", pacer.room_wait_us.load(Ordering::Relaxed)));
+            if let Some(log) = &self.inner.log {
+                let log = log.stats();
+                stats.extra.push(("log_chunks_written", log.chunks_written));
+                stats.extra.push(("log_buffers_queued", log.buffers_queued));
+                stats.extra.push(("log_queued_buffers_peak", log.queued_buffers_peak));
+            }
             if let Some(cache) = t.cache_stats() {
                 stats.extra.push(("cache_hits", cache.hits));
                 stats.extra.push(("cache_misses", cache.misses));

@@ -180,6 +180,13 @@ impl Inner {
                 return maintained;
             }
             if freeze_due && frozen == 0 {
+                if !lockstep && self.freeze()?.is_some() {
+                    // Frozen here rather than by the flush thread, which may still be
+                    // committing the last run (`background.rs`, `flush_one`): the writers
+                    // go on in a fresh memtable meanwhile.
+                    self.control.want_flush();
+                    continue;
+                }
                 self.control.want_flush();
                 if lockstep {
                     // The flush's storage operations before this modification's own.
@@ -193,6 +200,8 @@ impl Inner {
                 if let Some((key, value_len)) = put {
                     let bytes = (key.len() + value_len) as u64 + ENTRY_OVERHEAD_BYTES;
                     self.pacer.slow_down(bytes, self.params.memtable_freeze_bytes());
+                    let room = self.params.memtable_bytes_max - (active + frozen);
+                    self.flush_rate.slow_down(bytes, room);
                 }
                 return Ok(());
             }
@@ -200,7 +209,11 @@ impl Inner {
                 return Err(e);
             }
             self.control.want_flush();
+            let waited = std::time::Instant::now();
             self.control.wait_room(epoch);
+            self.pacer.room_waits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let waited_us = u64::try_from(waited.elapsed().as_micros()).unwrap_or(u64::MAX);
+            self.pacer.room_wait_us.fetch_add(waited_us, std::sync::atomic::Ordering::Relaxed);
         }
     }
 
