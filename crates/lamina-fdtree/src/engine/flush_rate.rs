@@ -28,7 +28,7 @@
 //! a higher p99.9 (32 to about 90 us) and p99.99.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// A writer sleeps once it is this far ahead of its slot (shorter waits accumulate).
 const SLEEP_MIN_NS: u64 = 25_000;
@@ -56,10 +56,8 @@ pub(crate) struct FlushRate {
     /// How long the last flush took from its last entry to the run's installation (the
     /// run's index and filters, the union filter, the install), 0: not measured yet.
     last_tail_ns: AtomicU64,
-    next_slot_ns: AtomicU64,
-    /// Puts that slept, and how long, in microseconds (`Stats`).
-    pub slowed_puts: AtomicU64,
-    pub slowed_us: AtomicU64,
+    /// Puts' slots, and the sleeps they took (`Stats`).
+    pub schedule: super::schedule::Schedule,
 }
 
 impl Default for FlushRate {
@@ -72,9 +70,7 @@ impl Default for FlushRate {
             entries_done_ns: AtomicU64::new(0),
             last_rate_eps: AtomicU64::new(0),
             last_tail_ns: AtomicU64::new(0),
-            next_slot_ns: AtomicU64::new(0),
-            slowed_puts: AtomicU64::new(0),
-            slowed_us: AtomicU64::new(0),
+            schedule: super::schedule::Schedule::default(),
         }
     }
 }
@@ -163,29 +159,7 @@ impl FlushRate {
         };
         let Some(rate) = allowed_rate(progress, room_bytes) else { return };
         let cost_ns = (bytes as f64 / rate * 1e9) as u64;
-        // Claim the next slot: after the previous one, and never in the past.
-        let mut slot = self.next_slot_ns.load(Ordering::Relaxed);
-        loop {
-            let start = slot.max(now);
-            match self.next_slot_ns.compare_exchange_weak(
-                slot,
-                start + cost_ns,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    slot = start;
-                    break;
-                }
-                Err(current) => slot = current,
-            }
-        }
-        let ahead_ns = slot.saturating_sub(now);
-        if ahead_ns >= SLEEP_MIN_NS {
-            std::thread::sleep(Duration::from_nanos(ahead_ns));
-            self.slowed_puts.fetch_add(1, Ordering::Relaxed);
-            self.slowed_us.fetch_add(ahead_ns / 1000, Ordering::Relaxed);
-        }
+        self.schedule.claim(now, cost_ns, SLEEP_MIN_NS);
     }
 }
 
@@ -216,6 +190,8 @@ fn allowed_rate(progress: Progress, room_bytes: u64) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn progress(elapsed_ms: u64, entries: u64, written: u64, last_rate_eps: u64) -> Progress {
@@ -261,7 +237,7 @@ mod tests {
     fn writers_are_slowed_only_while_a_run_is_written() {
         let f = FlushRate::default();
         f.slow_down(1 << 20, 1 << 20);
-        assert_eq!(f.slowed_puts.load(Ordering::Relaxed), 0, "no flush");
+        assert_eq!(f.schedule.slowed_puts.load(Ordering::Relaxed), 0, "no flush");
         // A flush of 10^6 entries, 5% of them written in at least 1 ms: 19 ms or more
         // left, planned as 28.5 ms; with 64 KiB of room writers may go at most about
         // 2.3 MB/s, so a put of 1 KiB takes 0.44 ms or more of the schedule.
@@ -270,9 +246,9 @@ mod tests {
         f.entries_written().store(50_000, Ordering::Relaxed);
         f.slow_down(1024, 64 << 10); // the first put takes its slot at once
         f.slow_down(1024, 64 << 10); // the second is a slot ahead and sleeps
-        assert_eq!(f.slowed_puts.load(Ordering::Relaxed), 1);
+        assert_eq!(f.schedule.slowed_puts.load(Ordering::Relaxed), 1);
         f.ended(false);
         f.slow_down(1024, 64 << 10);
-        assert_eq!(f.slowed_puts.load(Ordering::Relaxed), 1, "the flush ended");
+        assert_eq!(f.schedule.slowed_puts.load(Ordering::Relaxed), 1, "the flush ended");
     }
 }

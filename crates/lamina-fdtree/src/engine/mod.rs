@@ -8,7 +8,8 @@
 //! - `commit.rs`: commits, and what an FD+FC merge needs from the engine (`fc::FcHost`);
 //! - `control.rs`: wake-ups, stopping, failures (sticky, or a full disk that is waited out);
 //! - `pacing.rs`: runs and writers paced to the merge's progress;
-//! - `flush_rate.rs`: writers spaced to the flush's rate while a run is written.
+//! - `flush_rate.rs`: writers spaced to the flush's rate while a run is written;
+//! - `schedule.rs`: the slots both slow-downs hand out.
 
 mod background;
 mod commit;
@@ -16,6 +17,7 @@ pub(crate) mod control;
 mod flush_rate;
 mod inner;
 mod pacing;
+mod schedule;
 pub use pacing::{RUNS_PACE_FLOOR, RUNS_PACE_SPAN, runs_allowed};
 mod read;
 mod write;
@@ -528,11 +530,15 @@ impl OrderedIndex for FdTree {
             let pacer = &self.inner.pacer;
             stats.extra.push(("runs_paced", pacer.runs_paced.load(Ordering::Relaxed)));
             stats.extra.push(("run_pacing_us", pacer.paced_us.load(Ordering::Relaxed)));
-            stats.extra.push(("puts_slowed", pacer.slowed_puts.load(Ordering::Relaxed)));
-            stats.extra.push(("put_slowdown_us", pacer.slowed_us.load(Ordering::Relaxed)));
+            stats.extra.push(("puts_slowed", pacer.schedule.slowed_puts.load(Ordering::Relaxed)));
+            stats.extra.push(("put_slowdown_us", pacer.schedule.slowed_us.load(Ordering::Relaxed)));
             let flush_rate = &self.inner.flush_rate;
-            stats.extra.push(("puts_spaced", flush_rate.slowed_puts.load(Ordering::Relaxed)));
-            stats.extra.push(("put_spacing_us", flush_rate.slowed_us.load(Ordering::Relaxed)));
+            stats
+                .extra
+                .push(("puts_spaced", flush_rate.schedule.slowed_puts.load(Ordering::Relaxed)));
+            stats
+                .extra
+                .push(("put_spacing_us", flush_rate.schedule.slowed_us.load(Ordering::Relaxed)));
             stats.extra.push(("room_waits", pacer.room_waits.load(Ordering::Relaxed)));
             stats.extra.push(("room_wait_us", pacer.room_wait_us.load(Ordering::Relaxed)));
             if let Some(log) = &self.inner.log {

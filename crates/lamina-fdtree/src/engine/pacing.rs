@@ -69,10 +69,8 @@ pub(crate) struct Pacer {
     start_ns: AtomicU64,
     progress_ppm: AtomicU64,
     runs: AtomicU64,
-    next_slot_ns: AtomicU64,
-    /// Puts that slept, and how long, in microseconds (`Stats`).
-    pub slowed_puts: AtomicU64,
-    pub slowed_us: AtomicU64,
+    /// Puts' slots, and the sleeps they took (`Stats`).
+    pub schedule: super::schedule::Schedule,
     /// Runs whose writing waited for the merge's progress, and how long (`Stats`).
     pub runs_paced: AtomicU64,
     pub paced_us: AtomicU64,
@@ -91,9 +89,7 @@ impl Default for Pacer {
             start_ns: AtomicU64::new(0),
             progress_ppm: AtomicU64::new(0),
             runs: AtomicU64::new(0),
-            next_slot_ns: AtomicU64::new(0),
-            slowed_puts: AtomicU64::new(0),
-            slowed_us: AtomicU64::new(0),
+            schedule: super::schedule::Schedule::default(),
             runs_paced: AtomicU64::new(0),
             paced_us: AtomicU64::new(0),
             room_waits: AtomicU64::new(0),
@@ -152,29 +148,7 @@ impl Pacer {
             SLOWDOWN_RATE_MIN
         };
         let cost_ns = (bytes as f64 / rate * 1e9) as u64;
-        // Claim the next slot: after the previous one, and never in the past.
-        let mut slot = self.next_slot_ns.load(Ordering::Relaxed);
-        loop {
-            let start = slot.max(now);
-            match self.next_slot_ns.compare_exchange_weak(
-                slot,
-                start + cost_ns,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    slot = start;
-                    break;
-                }
-                Err(current) => slot = current,
-            }
-        }
-        let ahead_ns = slot.saturating_sub(now);
-        if ahead_ns >= SLEEP_MIN_NS {
-            std::thread::sleep(Duration::from_nanos(ahead_ns));
-            self.slowed_puts.fetch_add(1, Ordering::Relaxed);
-            self.slowed_us.fetch_add(ahead_ns / 1000, Ordering::Relaxed);
-        }
+        self.schedule.claim(now, cost_ns, SLEEP_MIN_NS);
     }
 }
 
