@@ -58,6 +58,10 @@ pub(crate) struct FlushRate {
     last_tail_ns: AtomicU64,
     /// Puts' slots, and the sleeps they took (`Stats`).
     pub schedule: super::schedule::Schedule,
+    /// Times a writer waited for room all the same (both memtables full), and how long in
+    /// all, in microseconds (`Stats`): what the spacing is to avoid.
+    pub room_waits: AtomicU64,
+    pub room_wait_us: AtomicU64,
 }
 
 impl Default for FlushRate {
@@ -71,6 +75,8 @@ impl Default for FlushRate {
             last_rate_eps: AtomicU64::new(0),
             last_tail_ns: AtomicU64::new(0),
             schedule: super::schedule::Schedule::default(),
+            room_waits: AtomicU64::new(0),
+            room_wait_us: AtomicU64::new(0),
         }
     }
 }

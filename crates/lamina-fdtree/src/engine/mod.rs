@@ -539,10 +539,12 @@ impl OrderedIndex for FdTree {
             stats
                 .extra
                 .push(("put_spacing_us", flush_rate.schedule.slowed_us.load(Ordering::Relaxed)));
-            stats.extra.push(("room_waits", pacer.room_waits.load(Ordering::Relaxed)));
-            stats.extra.push(("room_wait_us", pacer.room_wait_us.load(Ordering::Relaxed)));
+            stats.extra.push(("room_waits", flush_rate.room_waits.load(Ordering::Relaxed)));
+            stats.extra.push(("room_wait_us", flush_rate.room_wait_us.load(Ordering::Relaxed)));
             if let Some(log) = &self.inner.log {
-                let log = log.stats();
+                // The writer's counters: `stats()` would wait for a chunk's sync, here
+                // under the tree lock.
+                let log = log.writer_stats();
                 stats.extra.push(("log_chunks_written", log.chunks_written));
                 stats.extra.push(("log_buffers_queued", log.buffers_queued));
                 stats.extra.push(("log_queued_buffers_peak", log.queued_buffers_peak));

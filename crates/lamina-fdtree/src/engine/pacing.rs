@@ -74,10 +74,6 @@ pub(crate) struct Pacer {
     /// Runs whose writing waited for the merge's progress, and how long (`Stats`).
     pub runs_paced: AtomicU64,
     pub paced_us: AtomicU64,
-    /// Times a writer waited for room (both memtables full), and how long in all, in
-    /// microseconds (`Stats`).
-    pub room_waits: AtomicU64,
-    pub room_wait_us: AtomicU64,
 }
 
 impl Default for Pacer {
@@ -92,8 +88,6 @@ impl Default for Pacer {
             schedule: super::schedule::Schedule::default(),
             runs_paced: AtomicU64::new(0),
             paced_us: AtomicU64::new(0),
-            room_waits: AtomicU64::new(0),
-            room_wait_us: AtomicU64::new(0),
         }
     }
 }

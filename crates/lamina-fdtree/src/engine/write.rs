@@ -211,9 +211,9 @@ impl Inner {
             self.control.want_flush();
             let waited = std::time::Instant::now();
             self.control.wait_room(epoch);
-            self.pacer.room_waits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.flush_rate.room_waits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let waited_us = u64::try_from(waited.elapsed().as_micros()).unwrap_or(u64::MAX);
-            self.pacer.room_wait_us.fetch_add(waited_us, std::sync::atomic::Ordering::Relaxed);
+            self.flush_rate.room_wait_us.fetch_add(waited_us, std::sync::atomic::Ordering::Relaxed);
         }
     }
 
