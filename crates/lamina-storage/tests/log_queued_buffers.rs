@@ -212,3 +212,52 @@ fn sync_appends_queue_nothing() {
     let Ok(log) = Arc::try_unwrap(log) else { panic!("an appender still holds the log") };
     log.close().unwrap();
 }
+
+#[test]
+fn a_sync_through_a_record_waits_for_no_later_ones() {
+    let gate = Arc::new(Gate::default());
+    let storage: Arc<dyn Storage> =
+        Arc::new(GatedStorage { inner: MemoryStorage::new(), gate: gate.clone() });
+    let log =
+        Arc::new(SegmentLog::open(storage.clone(), options(Durability::None), |_| {}).unwrap());
+    let per_buffer = (BUFFER_BYTES / (VALUE_BYTES + 64)) as u32;
+
+    // Records still in the fill buffer: a sync through them flushes it.
+    append_on_thread(&log, 0, per_buffer / 2).recv_timeout(LIVENESS).unwrap();
+    let committed = log.next_seq() - 1;
+    log.sync_through(committed).unwrap();
+    assert!(log.writer_stats().durable_seq >= committed);
+
+    // Later records whose syncs never finish: a sync through the earlier ones returns, a
+    // sync of everything waits.
+    gate.set(true);
+    let _opened_at_the_end = OpenOnDrop(gate.clone());
+    let later = per_buffer / 2 + per_buffer * 3;
+    append_on_thread(&log, per_buffer / 2, later).recv_timeout(LIVENESS).unwrap();
+    let (sync_through, through_done) = mpsc::channel();
+    let (sync_all, all_done) = mpsc::channel();
+    {
+        let log = log.clone();
+        std::thread::spawn(move || {
+            let ok = log.sync_through(committed).is_ok();
+            drop(log); // before telling: the test takes the log back at the end
+            sync_through.send(ok)
+        });
+    }
+    {
+        let log = log.clone();
+        std::thread::spawn(move || {
+            let ok = log.sync().is_ok();
+            drop(log);
+            sync_all.send(ok)
+        });
+    }
+    assert_eq!(through_done.recv_timeout(LIVENESS), Ok(true), "the sync through waited");
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(all_done.try_recv().is_err(), "a sync of everything waits for the blocked syncs");
+    gate.set(false);
+    assert_eq!(all_done.recv_timeout(LIVENESS), Ok(true));
+    let Ok(log) = Arc::try_unwrap(log) else { panic!("a thread still holds the log") };
+    log.close().unwrap();
+    assert_eq!(recovered(storage, options(Durability::None)).len(), later as usize);
+}

@@ -122,6 +122,15 @@ impl SegmentLog {
         self.core.sync()
     }
 
+    /// Makes the records up to sequence number `upto` durable, without waiting for the
+    /// ones appended after them (under `Durability::None` a sync of everything waits for
+    /// every queued buffer's write and sync, one by one). An engine committing state that
+    /// holds the records through `upto` needs only those: its commit no longer waits for
+    /// the writes that went on meanwhile.
+    pub fn sync_through(&self, upto: SeqNo) -> Result<()> {
+        self.core.sync_through(upto)
+    }
+
     /// Removes the segments whose records all have sequence numbers at or below `upto`
     /// (their effects are persisted elsewhere). Returns segments removed.
     pub fn truncate(&self, upto: SeqNo) -> Result<usize> {

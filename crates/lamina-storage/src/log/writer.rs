@@ -313,6 +313,12 @@ impl LogCore {
     /// Makes every record appended so far durable (records whose chunk was rejected for
     /// lack of space were reported to their appenders and are not waited for).
     pub(super) fn sync(&self) -> Result<()> {
+        self.sync_through(SeqNo::MAX)
+    }
+
+    /// [`LogCore::sync`] for the records up to sequence number `upto` only: the records
+    /// appended after them are not waited for.
+    pub(super) fn sync_through(&self, upto: SeqNo) -> Result<()> {
         let inner = &*self.inner;
         let mut st = inner.state.lock();
         if inner.lockstep
@@ -323,7 +329,7 @@ impl LogCore {
             // one asks once (a stall while it waits is its answer, retried by the next call).
             return Err(err);
         }
-        let target = st.next_seq - 1;
+        let target = upto.min(st.next_seq - 1);
         st.sync_waiters += 1;
         let result = loop {
             if st.settled_seq >= target {
