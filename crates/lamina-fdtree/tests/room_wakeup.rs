@@ -8,6 +8,11 @@
 //!
 //! Here the run's syncs and the superblock's sync never finish while the writer waits, and
 //! the recheck is 10 minutes: the writer must be woken by the run's installation itself.
+//!
+//! And a writer must not wait for the flush thread to freeze the memtable it filled: at 3M
+//! keys the flush thread, committing the previous run behind the merge's commit lock, left
+//! the active memtable growing to the whole budget, and the writer then waited for a whole
+//! run to be written (session 20). The writer that crosses the freeze threshold freezes it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -205,6 +210,51 @@ fn a_writer_waiting_for_room_is_woken_when_the_run_is_installed_before_any_sync(
     let found: BTreeMap<Vec<u8>, Vec<u8>> =
         db.scan(&KeyRange::all(), 1 << 20).unwrap().into_iter().collect();
     assert_eq!(found, expected);
+    db.wait_for_merges().unwrap();
+    db.verify().unwrap();
+}
+
+#[test]
+fn a_writer_freezes_the_memtable_while_the_flush_thread_is_committing() {
+    let gate = Arc::new(Gate::default());
+    let storage = Arc::new(Gated { inner: MemoryStorage::new(), gate: gate.clone() });
+    let options = FdTreeOptions {
+        memory_budget_bytes: 4096,
+        block_bytes: 512,
+        segment_bytes: 512,
+        size_ratio: 2,
+        key_bytes_max: 8,
+        value_bytes_max: 8,
+        cache_bytes: 0,
+        mode: FcMode::Fc,
+        ..FdTreeOptions::default()
+    };
+    let db = Arc::new(FdTree::with_storage(storage, &options, true).unwrap());
+    db.set_room_recheck(Duration::from_mins(10));
+    // Every commit stays in its superblock sync: the flush thread, once it commits a run,
+    // freezes nothing more.
+    gate.set(|h| h.commits = true);
+    let puts = Arc::new(AtomicU64::new(0));
+    let writer = {
+        let (db, puts) = (db.clone(), puts.clone());
+        std::thread::spawn(move || {
+            for i in 0..PUTS {
+                db.put(&key(i), b"value").unwrap();
+                puts.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    wait_until("the writer waits for room", || db.room_waiters() > 0);
+    let (active, frozen) = db.memtables_bytes();
+    // Frozen by the writer at the threshold, a fresh memtable filled behind it; without
+    // the writer's freeze, one memtable holds everything and nothing is frozen.
+    assert!(frozen > 0, "the writer froze the memtable (active {active} B, frozen {frozen} B)");
+    gate.set(|h| h.commits = false);
+    wait_until("the writer finishes", || writer.is_finished());
+    writer.join().unwrap();
+    let found: BTreeMap<Vec<u8>, Vec<u8>> =
+        db.scan(&KeyRange::all(), 1 << 20).unwrap().into_iter().collect();
+    assert_eq!(found.len() as u64, PUTS);
     db.wait_for_merges().unwrap();
     db.verify().unwrap();
 }

@@ -10,6 +10,7 @@ use lamina_core::{Error, Result};
 use lamina_storage::StorageFile;
 
 use super::control::{Next, RETRY_INTERVAL, clone_error, mark_background_thread};
+use super::flush_stage::FlushStage;
 use super::inner::Inner;
 use crate::fc::run_fc_merge;
 use crate::flush::write_run;
@@ -33,6 +34,7 @@ impl Inner {
         let run = std::panic::AssertUnwindSafe(|| {
             loop {
                 let retry = self.control.no_space().is_some().then_some(RETRY_INTERVAL);
+                self.flush_stages.enter(FlushStage::Idle);
                 if self.control.next_flush(retry) == Next::Stop {
                     return;
                 }
@@ -101,17 +103,18 @@ impl Inner {
     /// Writes the frozen memtable out as a run (freezing the active one first if it is
     /// due), installs it and commits; repeats while there is one to write.
     pub fn flush_now(&self) -> Result<()> {
-        while self.flush_one()? {}
-        self.commit_owed_runs()
+        while self.flush_one(false)? {}
+        self.commit_owed_runs(false)
     }
 
     /// `flush_now` for the flush thread: each run waits for its room in `L_0^new`
     /// (`pacing.rs`).
     fn flush_paced(&self) -> Result<()> {
         loop {
+            self.flush_stages.enter(FlushStage::Pacing);
             self.pace_run()?;
-            if !self.flush_one()? {
-                return self.commit_owed_runs();
+            if !self.flush_one(true)? {
+                return self.commit_owed_runs(true);
             }
         }
     }
@@ -124,8 +127,15 @@ impl Inner {
     /// by that commit, `Tree::unsynced_files`), and the log is truncated only after it. At
     /// 3M keys, a commit that waited behind the merge's commit lock let the writers fill
     /// both memtables while no flush ran (measured: most waits for room with nothing
-    /// frozen, `docs/results/scale.md`).
-    fn flush_one(&self) -> Result<bool> {
+    /// frozen, `docs/results/scale.md`). `on_flush_thread`: the stages are the flush
+    /// thread's (`flush_stage.rs`).
+    fn flush_one(&self, on_flush_thread: bool) -> Result<bool> {
+        let stage = |s| {
+            if on_flush_thread {
+                self.flush_stages.enter(s);
+            }
+        };
+        stage(FlushStage::Starting);
         let frozen = self.read(|t| Ok(t.top.frozen.clone()))?;
         let frozen = match frozen {
             Some(f) => f,
@@ -142,14 +152,21 @@ impl Inner {
         let installed = self
             .write(|t| Ok((t.alloc_file_id()?, t.filter_for_run(&frozen))))
             .and_then(|(id, union)| {
-                let (run, unsynced) = write_run(
+                // The flush thread's turn at the CPU (`Inner::cpu_turn`): the merge thread
+                // waits for the run, not the writers.
+                let turn = on_flush_thread.then(|| self.cpu_turn.lock());
+                stage(FlushStage::Writing);
+                let written = write_run(
                     &self.store,
                     &self.params,
                     id,
                     &frozen,
                     union.as_deref(),
                     Some(self.flush_rate.entries_written()),
-                )?;
+                );
+                drop(turn);
+                let (run, unsynced) = written?;
+                stage(FlushStage::Installing);
                 self.install(run, union, unsynced)
             });
         self.flush_rate.ended(installed.is_ok());
@@ -160,17 +177,25 @@ impl Inner {
             // Writers are filling the last memtable: the next run first, one commit for both.
             return Ok(true);
         }
-        self.commit_owed_runs()?;
+        self.commit_owed_runs(on_flush_thread)?;
         Ok(true)
     }
 
     /// Commits the runs installed since the last commit, if any (before the flush thread
     /// waits for work: `FdTree::flush` and close rely on it).
-    fn commit_owed_runs(&self) -> Result<()> {
+    fn commit_owed_runs(&self, on_flush_thread: bool) -> Result<()> {
         if self.runs_uncommitted.swap(0, Ordering::Relaxed) == 0 {
             return Ok(());
         }
-        let committed = self.commit_after(&mut || Ok(()));
+        let stage = |s| {
+            if on_flush_thread {
+                self.flush_stages.enter(s);
+            }
+        };
+        stage(FlushStage::CommitLock);
+        let persist = self.persist.lock();
+        stage(FlushStage::Committing);
+        let committed = self.commit_locked(persist, &mut || Ok(()));
         if committed.is_err() {
             self.runs_uncommitted.fetch_add(1, Ordering::Relaxed); // still owed
         }

@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use lamina_core::{Error, Result};
 use lamina_storage::StorageFile;
-use parking_lot::RwLock;
+use parking_lot::{MutexGuard, RwLock};
 
 use super::inner::Inner;
 use crate::fc::FcHost;
 use crate::level::writer::RetryPolicy;
+use crate::persist::Persist;
 use crate::tree::Tree;
 
 impl Inner {
@@ -17,7 +18,15 @@ impl Inner {
     /// commits its manifest, removes the files the previous state named and this one does
     /// not, and truncates the log; a volatile tree only removes them.
     pub fn commit_after(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
-        let mut persist = self.persist.lock();
+        self.commit_locked(self.persist.lock(), work)
+    }
+
+    /// [`Inner::commit_after`] with the commit lock already taken (`persist`).
+    pub fn commit_locked(
+        &self,
+        mut persist: MutexGuard<'_, Option<Persist>>,
+        work: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
         work()?;
         let Some(p) = persist.as_mut() else {
             // A volatile tree commits nothing: its runs need no sync.
@@ -138,5 +147,9 @@ impl FcHost for Inner {
 
     fn commit_after(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
         Inner::commit_after(self, work)
+    }
+
+    fn cpu_turn(&self) -> Option<parking_lot::MutexGuard<'_, ()>> {
+        Some(self.cpu_turn.lock())
     }
 }

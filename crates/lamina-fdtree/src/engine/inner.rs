@@ -2,6 +2,8 @@
 //!
 //! Locks, in the order they are taken (a thread never takes an earlier one while holding a
 //! later one):
+//! 0. `cpu_turn`: the flush thread's and the merge thread's turn at CPU-bound work, taken
+//!    with no other lock held (around a run's writing, around a merge stage).
 //! 1. `xm` (FD+XM only): the paper's single readers-writer lock of the tree, taken shared
 //!    by lookups and scans, exclusively by modifications, which run flushes and merges
 //!    under it (section 3).
@@ -67,6 +69,12 @@ pub(crate) struct Inner {
     pub pacer: super::pacing::Pacer,
     /// Spaces writers to the flush's rate while a run is written (`flush_rate.rs`).
     pub flush_rate: super::flush_rate::FlushRate,
+    /// Where the flush thread spends its time, for the waits for room (`flush_stage.rs`).
+    pub flush_stages: super::flush_stage::FlushStages,
+    /// The background threads' turn at CPU-bound work: the flush thread holds it while it
+    /// writes a run, the merge thread during each stage, so at most one of them competes
+    /// with the writers for the two cores.
+    pub cpu_turn: Mutex<()>,
     /// Scans started again because a merge reclaimed a block they needed (`scan.rs`).
     pub scan_restarts: AtomicU64,
     pub closed: AtomicBool,

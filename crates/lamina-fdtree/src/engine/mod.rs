@@ -9,12 +9,14 @@
 //! - `control.rs`: wake-ups, stopping, failures (sticky, or a full disk that is waited out);
 //! - `pacing.rs`: runs and writers paced to the merge's progress;
 //! - `flush_rate.rs`: writers spaced to the flush's rate while a run is written;
+//! - `flush_stage.rs`: where the flush thread spends its time, for the waits for room;
 //! - `schedule.rs`: the slots both slow-downs hand out.
 
 mod background;
 mod commit;
 pub(crate) mod control;
 mod flush_rate;
+mod flush_stage;
 mod inner;
 mod pacing;
 mod schedule;
@@ -184,6 +186,8 @@ impl FdTree {
             runs_uncommitted: std::sync::atomic::AtomicU32::new(0),
             pacer: pacing::Pacer::default(),
             flush_rate: flush_rate::FlushRate::default(),
+            flush_stages: flush_stage::FlushStages::default(),
+            cpu_turn: Mutex::new(()),
             scan_restarts: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             me: me.clone(),
@@ -297,6 +301,13 @@ impl FdTree {
     #[doc(hidden)]
     pub fn room_waiters(&self) -> u32 {
         self.inner.control.room_waiters()
+    }
+
+    /// Test hook: the bytes in the active memtable and in the frozen one (0: none).
+    #[doc(hidden)]
+    pub fn memtables_bytes(&self) -> (u64, u64) {
+        let slot = self.inner.mem_slot.read();
+        (slot.active.bytes(), slot.frozen_bytes)
     }
 
     /// Test hook: how long a writer waiting for room sleeps before it looks again (default
@@ -532,6 +543,10 @@ impl OrderedIndex for FdTree {
             stats.extra.push(("run_pacing_us", pacer.paced_us.load(Ordering::Relaxed)));
             stats.extra.push(("puts_slowed", pacer.schedule.slowed_puts.load(Ordering::Relaxed)));
             stats.extra.push(("put_slowdown_us", pacer.schedule.slowed_us.load(Ordering::Relaxed)));
+            stats.extra.push((
+                "put_slowdown_us_max",
+                pacer.schedule.slowed_us_max.load(Ordering::Relaxed),
+            ));
             let flush_rate = &self.inner.flush_rate;
             stats
                 .extra
@@ -539,8 +554,13 @@ impl OrderedIndex for FdTree {
             stats
                 .extra
                 .push(("put_spacing_us", flush_rate.schedule.slowed_us.load(Ordering::Relaxed)));
+            stats.extra.push((
+                "put_spacing_us_max",
+                flush_rate.schedule.slowed_us_max.load(Ordering::Relaxed),
+            ));
             stats.extra.push(("room_waits", flush_rate.room_waits.load(Ordering::Relaxed)));
             stats.extra.push(("room_wait_us", flush_rate.room_wait_us.load(Ordering::Relaxed)));
+            stats.extra.extend(self.inner.flush_stages.stats());
             if let Some(log) = &self.inner.log {
                 // The writer's counters: `stats()` would wait for a chunk's sync, here
                 // under the tree lock.

@@ -11,9 +11,10 @@ use std::time::Duration;
 #[derive(Debug, Default)]
 pub(crate) struct Schedule {
     next_slot_ns: AtomicU64,
-    /// Puts that slept, and how long, in microseconds (`Stats`).
+    /// Puts that slept, how long in all and the longest sleep, in microseconds (`Stats`).
     pub slowed_puts: AtomicU64,
     pub slowed_us: AtomicU64,
+    pub slowed_us_max: AtomicU64,
 }
 
 impl Schedule {
@@ -41,6 +42,7 @@ impl Schedule {
             std::thread::sleep(Duration::from_nanos(ahead_ns));
             self.slowed_puts.fetch_add(1, Ordering::Relaxed);
             self.slowed_us.fetch_add(ahead_ns / 1000, Ordering::Relaxed);
+            self.slowed_us_max.fetch_max(ahead_ns / 1000, Ordering::Relaxed);
         }
     }
 }
@@ -58,6 +60,7 @@ mod tests {
         s.claim(2_000, 1_000, 100_000); // 109 us ahead: sleeps
         assert_eq!(s.slowed_puts.load(Ordering::Relaxed), 1);
         assert_eq!(s.slowed_us.load(Ordering::Relaxed), 109);
+        assert_eq!(s.slowed_us_max.load(Ordering::Relaxed), 109);
         s.claim(10_000_000, 1_000, 100_000); // a slot in the past starts now
         assert_eq!(s.slowed_puts.load(Ordering::Relaxed), 1);
     }

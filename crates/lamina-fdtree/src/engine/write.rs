@@ -17,6 +17,7 @@ use lamina_storage::log::LogOp;
 use parking_lot::MutexGuard;
 
 use super::control::clone_error;
+use super::flush_stage::FlushStage;
 use super::inner::{Inner, STRIPES};
 use crate::format::bloom::key_hash;
 use crate::format::entry::EntryRef;
@@ -159,6 +160,8 @@ impl Inner {
             // Background work waits on a full disk for a writer's kick (lockstep).
             self.control.kick_retry()?;
         }
+        // When this modification first waited for room, and the flush thread's stage then.
+        let mut first_wait: Option<(std::time::Instant, FlushStage)> = None;
         loop {
             self.control.check()?;
             if growth == Growth::Adds {
@@ -210,10 +213,15 @@ impl Inner {
             }
             self.control.want_flush();
             let waited = std::time::Instant::now();
+            let (first, stage) =
+                *first_wait.get_or_insert_with(|| (waited, self.flush_stages.current()));
             self.control.wait_room(epoch);
             self.flush_rate.room_waits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let waited_us = u64::try_from(waited.elapsed().as_micros()).unwrap_or(u64::MAX);
             self.flush_rate.room_wait_us.fetch_add(waited_us, std::sync::atomic::Ordering::Relaxed);
+            // This modification's whole wait so far (a wait may take several rechecks).
+            let put_waited_us = u64::try_from(first.elapsed().as_micros()).unwrap_or(u64::MAX);
+            self.flush_stages.room_waited(put_waited_us, stage);
         }
     }
 

@@ -60,6 +60,11 @@ pub(crate) trait FcHost {
     /// volatile tree, which removes replaced files at once instead). `work` gets the tree
     /// lock itself where it needs it.
     fn commit_after(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<()>;
+    /// The background threads' turn at CPU-bound work, held for one stage (`None`: the
+    /// host does not take turns).
+    fn cpu_turn(&self) -> Option<parking_lot::MutexGuard<'_, ()>> {
+        None
+    }
 }
 
 impl<H: FcHost + ?Sized> FcHost for &H {
@@ -80,6 +85,9 @@ impl<H: FcHost + ?Sized> FcHost for &H {
     }
     fn commit_after(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
         (**self).commit_after(work)
+    }
+    fn cpu_turn(&self) -> Option<parking_lot::MutexGuard<'_, ()>> {
+        (**self).cpu_turn()
     }
 }
 

@@ -65,7 +65,13 @@ pub(crate) fn run_fc_merge(host: &dyn FcHost, merge: FcMerge) -> Result<()> {
     let mut pending: Vec<Reclaimed> = Vec::new();
     loop {
         // M-stage and m-insert (no tree lock: there is no other writer of these levels).
-        let done = run.run_stage()?;
+        let turn = host.cpu_turn();
+        let done = run.run_stage();
+        // Handed to a waiting flush thread, if any, rather than taken again at once.
+        if let Some(turn) = turn {
+            parking_lot::MutexGuard::unlock_fair(turn);
+        }
+        let done = done?;
         let wavefront = m_delete_top(host, &mut run)?;
         // M-delete, part 2: reclaim old head blocks by Remark A.5's rule: a block goes once
         // the wavefront has passed the first key of the block after it.
