@@ -158,8 +158,9 @@ fn key(i: u64) -> [u8; 8] {
     i.to_be_bytes()
 }
 
-#[test]
-fn a_writer_waiting_for_room_is_woken_when_the_run_is_installed_before_any_sync() {
+/// A small FD+FC tree on gated storage whose writers look for room again only when woken
+/// (a 10-minute recheck).
+fn gated_tree() -> (Arc<Gate>, Arc<FdTree>) {
     let gate = Arc::new(Gate::default());
     let storage = Arc::new(Gated { inner: MemoryStorage::new(), gate: gate.clone() });
     let options = FdTreeOptions {
@@ -175,6 +176,23 @@ fn a_writer_waiting_for_room_is_woken_when_the_run_is_installed_before_any_sync(
     };
     let db = Arc::new(FdTree::with_storage(storage, &options, true).unwrap());
     db.set_room_recheck(Duration::from_mins(10));
+    (gate, db)
+}
+
+/// A thread putting keys `0..PUTS`, counting them in `puts`.
+fn spawn_writer(db: &Arc<FdTree>, puts: &Arc<AtomicU64>) -> std::thread::JoinHandle<()> {
+    let (db, puts) = (db.clone(), puts.clone());
+    std::thread::spawn(move || {
+        for i in 0..PUTS {
+            db.put(&key(i), b"value").unwrap();
+            puts.fetch_add(1, Ordering::SeqCst);
+        }
+    })
+}
+
+#[test]
+fn a_writer_waiting_for_room_is_woken_when_the_run_is_installed_before_any_sync() {
+    let (gate, db) = gated_tree();
     // The first run's write waits, so the writer fills both memtables and waits for room.
     gate.set(|h| {
         h.run_writes = true;
@@ -182,15 +200,7 @@ fn a_writer_waiting_for_room_is_woken_when_the_run_is_installed_before_any_sync(
         h.commits = true;
     });
     let puts = Arc::new(AtomicU64::new(0));
-    let writer = {
-        let (db, puts) = (db.clone(), puts.clone());
-        std::thread::spawn(move || {
-            for i in 0..PUTS {
-                db.put(&key(i), b"value").unwrap();
-                puts.fetch_add(1, Ordering::SeqCst);
-            }
-        })
-    };
+    let writer = spawn_writer(&db, &puts);
     wait_until("the writer waits for room", || db.room_waiters() > 0);
     let waited_at = puts.load(Ordering::SeqCst);
     assert!(waited_at < PUTS, "the writer waits with puts left to do");
@@ -216,34 +226,12 @@ fn a_writer_waiting_for_room_is_woken_when_the_run_is_installed_before_any_sync(
 
 #[test]
 fn a_writer_freezes_the_memtable_while_the_flush_thread_is_committing() {
-    let gate = Arc::new(Gate::default());
-    let storage = Arc::new(Gated { inner: MemoryStorage::new(), gate: gate.clone() });
-    let options = FdTreeOptions {
-        memory_budget_bytes: 4096,
-        block_bytes: 512,
-        segment_bytes: 512,
-        size_ratio: 2,
-        key_bytes_max: 8,
-        value_bytes_max: 8,
-        cache_bytes: 0,
-        mode: FcMode::Fc,
-        ..FdTreeOptions::default()
-    };
-    let db = Arc::new(FdTree::with_storage(storage, &options, true).unwrap());
-    db.set_room_recheck(Duration::from_mins(10));
+    let (gate, db) = gated_tree();
     // Every commit stays in its superblock sync: the flush thread, once it commits a run,
     // freezes nothing more.
     gate.set(|h| h.commits = true);
     let puts = Arc::new(AtomicU64::new(0));
-    let writer = {
-        let (db, puts) = (db.clone(), puts.clone());
-        std::thread::spawn(move || {
-            for i in 0..PUTS {
-                db.put(&key(i), b"value").unwrap();
-                puts.fetch_add(1, Ordering::SeqCst);
-            }
-        })
-    };
+    let writer = spawn_writer(&db, &puts);
     wait_until("the writer waits for room", || db.room_waiters() > 0);
     let (active, frozen) = db.memtables_bytes();
     // Frozen by the writer at the threshold, a fresh memtable filled behind it; without

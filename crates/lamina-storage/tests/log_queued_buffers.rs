@@ -151,13 +151,19 @@ fn recovered(storage: Arc<dyn Storage>, options: SegmentLogOptions) -> Vec<Recor
     records
 }
 
-#[test]
-fn appenders_do_not_wait_for_a_slow_sync_and_the_queue_is_bounded() {
+/// A `Durability::None` log on storage whose syncs wait at the returned gate.
+fn gated_log() -> (Arc<Gate>, Arc<dyn Storage>, Arc<SegmentLog>) {
     let gate = Arc::new(Gate::default());
     let storage: Arc<dyn Storage> =
         Arc::new(GatedStorage { inner: MemoryStorage::new(), gate: gate.clone() });
     let log =
         Arc::new(SegmentLog::open(storage.clone(), options(Durability::None), |_| {}).unwrap());
+    (gate, storage, log)
+}
+
+#[test]
+fn appenders_do_not_wait_for_a_slow_sync_and_the_queue_is_bounded() {
+    let (gate, storage, log) = gated_log();
     let per_buffer = (BUFFER_BYTES / (VALUE_BYTES + 64)) as u32;
 
     // Every sync blocks: without the queue, appenders would wait once the fill buffer and
@@ -215,11 +221,7 @@ fn sync_appends_queue_nothing() {
 
 #[test]
 fn a_sync_through_a_record_waits_for_no_later_ones() {
-    let gate = Arc::new(Gate::default());
-    let storage: Arc<dyn Storage> =
-        Arc::new(GatedStorage { inner: MemoryStorage::new(), gate: gate.clone() });
-    let log =
-        Arc::new(SegmentLog::open(storage.clone(), options(Durability::None), |_| {}).unwrap());
+    let (gate, storage, log) = gated_log();
     let per_buffer = (BUFFER_BYTES / (VALUE_BYTES + 64)) as u32;
 
     // Records still in the fill buffer: a sync through them flushes it.
