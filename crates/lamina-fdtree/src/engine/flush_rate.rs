@@ -16,11 +16,7 @@
 //! the flush's own progress (entries written so far, reported at every block by
 //! `write_run`) once it has done [`PROGRESS_MIN_PPM`] of its entries, before that what the
 //! previous run's rate predicts, plus the previous run's *tail* (from its last entry to
-//! its installation: the run's index and filters, the union filter, the install). A run
-//! frozen by a writer while the flush thread commits the previous one starts only after
-//! that commit: until its writing starts, the rest of the commit (predicted from the last
-//! commit's length, `flush_stage.rs`) is added (at 50M inserts a put waited 52 ms for
-//! room, the wait beginning during such a commit: `docs/results/scale.md`, session 21). A writer
+//! its installation: the run's index and filters, the union filter, the install). A writer
 //! ahead of its slot by [`SLEEP_MIN_NS`] or more sleeps that long: the wait one writer used
 //! to take at once is spread over the run as sleeps of tens of microseconds. Writers no
 //! faster than the allowed rate are never ahead of their slot and never sleep; outside a
@@ -96,9 +92,6 @@ struct Progress {
     /// The previous flush's entries per second and tail (0: unknown).
     last_rate_eps: u64,
     last_tail_ns: u64,
-    /// What the flush thread must finish before it starts writing this run (the rest of
-    /// a commit), when it has not started yet.
-    pending_ns: u64,
 }
 
 impl FlushRate {
@@ -140,10 +133,8 @@ impl FlushRate {
     }
 
     /// Spaces a put adding `bytes` while a run is written (module doc): `room_bytes` is
-    /// what the active memtable may still take before writers must wait; `pending_ns`, how
-    /// long the flush thread will still be busy before it can write the run (the rest of
-    /// its commit, `FlushStages::commit_left_ns`), asked only during a flush.
-    pub fn slow_down(&self, bytes: u64, room_bytes: u64, pending_ns: impl FnOnce() -> u64) {
+    /// what the active memtable may still take before writers must wait.
+    pub fn slow_down(&self, bytes: u64, room_bytes: u64) {
         let started = self.started_ns.load(Ordering::Acquire);
         if started == 0 {
             return;
@@ -171,7 +162,6 @@ impl FlushRate {
             since_done_ns: if done == 0 { 0 } else { now.saturating_sub(done).max(1) },
             last_rate_eps: self.last_rate_eps.load(Ordering::Relaxed),
             last_tail_ns: self.last_tail_ns.load(Ordering::Relaxed),
-            pending_ns: if written == 0 { pending_ns() } else { 0 },
         };
         let Some(rate) = allowed_rate(progress, room_bytes) else { return };
         let cost_ns = (bytes as f64 / rate * 1e9) as u64;
@@ -183,15 +173,8 @@ impl FlushRate {
 /// made `progress`; `None`: no limit (nothing to predict from, or no room left, where
 /// `admit` makes the writer wait anyway).
 fn allowed_rate(progress: Progress, room_bytes: u64) -> Option<f64> {
-    let Progress {
-        elapsed_ns,
-        entries,
-        written,
-        since_done_ns,
-        last_rate_eps,
-        last_tail_ns,
-        pending_ns,
-    } = progress;
+    let Progress { elapsed_ns, entries, written, since_done_ns, last_rate_eps, last_tail_ns } =
+        progress;
     if room_bytes == 0 || entries == 0 {
         return None;
     }
@@ -204,12 +187,7 @@ fn allowed_rate(progress: Progress, room_bytes: u64) -> Option<f64> {
         (entries - written) as f64 * elapsed_s / written as f64 + last_tail_s
     } else if last_rate_eps > 0 {
         let predicted_s = entries as f64 / last_rate_eps as f64;
-        if pending_ns > 0 {
-            // Not started: the whole run is still to be written, after what is pending.
-            pending_ns as f64 / 1e9 + predicted_s + last_tail_s
-        } else {
-            (predicted_s - elapsed_s).max(OVERRUN_FRACTION * predicted_s) + last_tail_s
-        }
+        (predicted_s - elapsed_s).max(OVERRUN_FRACTION * predicted_s) + last_tail_s
     } else {
         return None;
     };
@@ -230,7 +208,6 @@ mod tests {
             since_done_ns: 0,
             last_rate_eps,
             last_tail_ns: 0,
-            pending_ns: 0,
         }
     }
 
@@ -246,11 +223,6 @@ mod tests {
         let rate = allowed_rate(progress(2000, 1000, 10, 2000), 1_000_000).unwrap();
         assert!((rate - 8_000_000.0).abs() < 1.0, "{rate}");
         assert_eq!(allowed_rate(progress(1, 1000, 0, 0), 8_000_000), None, "nothing known");
-        // Frozen while the flush thread commits, 100 ms of it left: the run's 500 ms start
-        // after it, however long the memtable has been frozen.
-        let pending = Progress { pending_ns: 100_000_000, ..progress(2000, 1000, 0, 2000) };
-        let rate = allowed_rate(pending, 6_000_000).unwrap();
-        assert!((rate - 10_000_000.0).abs() < 1.0, "{rate}");
         assert_eq!(allowed_rate(progress(1, 1000, 500, 0), 0), None, "no room: admit waits");
         assert_eq!(allowed_rate(progress(1, 1000, 1000, 0), 8), None, "no tail measured");
         // The last flush's tail was 40 ms: with 10 ms of it gone, 30 ms are left.
@@ -270,7 +242,7 @@ mod tests {
     #[test]
     fn writers_are_slowed_only_while_a_run_is_written() {
         let f = FlushRate::default();
-        f.slow_down(1 << 20, 1 << 20, || 0);
+        f.slow_down(1 << 20, 1 << 20);
         assert_eq!(f.schedule.slowed_puts.load(Ordering::Relaxed), 0, "no flush");
         // A flush of 10^6 entries, 5% of them written in at least 1 ms: 19 ms or more
         // left, planned as 28.5 ms; with 64 KiB of room writers may go at most about
@@ -278,11 +250,11 @@ mod tests {
         f.began(1_000_000);
         std::thread::sleep(Duration::from_millis(1));
         f.entries_written().store(50_000, Ordering::Relaxed);
-        f.slow_down(1024, 64 << 10, || 0); // the first put takes its slot at once
-        f.slow_down(1024, 64 << 10, || 0); // the second is a slot ahead and sleeps
+        f.slow_down(1024, 64 << 10); // the first put takes its slot at once
+        f.slow_down(1024, 64 << 10); // the second is a slot ahead and sleeps
         assert_eq!(f.schedule.slowed_puts.load(Ordering::Relaxed), 1);
         f.ended(false);
-        f.slow_down(1024, 64 << 10, || 0);
+        f.slow_down(1024, 64 << 10);
         assert_eq!(f.schedule.slowed_puts.load(Ordering::Relaxed), 1, "the flush ended");
     }
 }

@@ -65,10 +65,6 @@ pub(crate) struct FlushStages {
     /// thread was in at its beginning and at its end.
     room_wait_us_max: AtomicU64,
     room_wait_max_stages: AtomicU64,
-    /// When the current or last commit began (ns since `epoch`), and how long the last one
-    /// took, 0: none yet ([`FlushStages::commit_left_ns`]).
-    commit_began_ns: AtomicU64,
-    last_commit_ns: AtomicU64,
 }
 
 impl Default for FlushStages {
@@ -80,8 +76,6 @@ impl Default for FlushStages {
             stage_us_max: Default::default(),
             room_wait_us_max: AtomicU64::new(0),
             room_wait_max_stages: AtomicU64::new(0),
-            commit_began_ns: AtomicU64::new(0),
-            last_commit_ns: AtomicU64::new(0),
         }
     }
 }
@@ -101,27 +95,6 @@ impl FlushStages {
             let stayed_us = now.saturating_sub(since) / 1_000;
             self.stage_us_max[usize::from(previous)].fetch_max(stayed_us, Ordering::Relaxed);
         }
-        let committing =
-            |s: u8| s == FlushStage::CommitLock as u8 || s == FlushStage::Committing as u8;
-        if stage == FlushStage::CommitLock {
-            self.commit_began_ns.store(now, Ordering::Relaxed);
-        } else if committing(previous) && !committing(stage as u8) {
-            let began = self.commit_began_ns.load(Ordering::Relaxed);
-            self.last_commit_ns.store(now.saturating_sub(began).max(1), Ordering::Relaxed);
-        }
-    }
-
-    /// How long the commit the flush thread is in will still take, predicted from the last
-    /// commit's length (at least a quarter of it while it overruns); 0 when it is not
-    /// committing or no commit was measured yet. A memtable frozen meanwhile (by a writer)
-    /// is not written before that: the flush spacing counts it (`flush_rate.rs`).
-    pub fn commit_left_ns(&self) -> u64 {
-        if !matches!(self.current(), FlushStage::CommitLock | FlushStage::Committing) {
-            return 0;
-        }
-        let last = self.last_commit_ns.load(Ordering::Relaxed);
-        let elapsed = self.now_ns().saturating_sub(self.commit_began_ns.load(Ordering::Relaxed));
-        commit_left(last, elapsed)
     }
 
     /// The stage the flush thread is in now (a writer about to wait for room asks).
@@ -162,11 +135,6 @@ impl FlushStages {
     }
 }
 
-/// The rest of a commit `elapsed_ns` into it when the last one took `last_ns` (0: unknown).
-fn commit_left(last_ns: u64, elapsed_ns: u64) -> u64 {
-    last_ns.saturating_sub(elapsed_ns).max(last_ns / 4)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,22 +152,6 @@ mod tests {
         assert!(get("flush_writing_us_max") >= 3_000, "{stats:?}");
         assert_eq!(get("flush_pacing_us_max"), 0);
         assert_eq!(stages.current(), FlushStage::Idle);
-    }
-
-    #[test]
-    fn the_rest_of_a_commit_is_predicted_from_the_last_one() {
-        assert_eq!(commit_left(0, 5), 0, "no commit measured yet");
-        assert_eq!(commit_left(100, 30), 70);
-        assert_eq!(commit_left(100, 90), 25, "overrunning: a quarter");
-        let stages = FlushStages::default();
-        stages.enter(FlushStage::CommitLock);
-        assert_eq!(stages.commit_left_ns(), 0, "no commit measured yet");
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        stages.enter(FlushStage::Committing);
-        stages.enter(FlushStage::Pacing);
-        assert_eq!(stages.commit_left_ns(), 0, "not committing");
-        stages.enter(FlushStage::CommitLock);
-        assert!(stages.commit_left_ns() >= 500_000, "at least a quarter of 2 ms");
     }
 
     #[test]
