@@ -130,11 +130,7 @@ impl Inner {
     /// frozen, `docs/results/scale.md`). `on_flush_thread`: the stages are the flush
     /// thread's (`flush_stage.rs`).
     fn flush_one(&self, on_flush_thread: bool) -> Result<bool> {
-        let stage = |s| {
-            if on_flush_thread {
-                self.flush_stages.enter(s);
-            }
-        };
+        let stage = |s| self.flush_stage(on_flush_thread, s);
         stage(FlushStage::Starting);
         let frozen = self.read(|t| Ok(t.top.frozen.clone()))?;
         let frozen = match frozen {
@@ -181,17 +177,21 @@ impl Inner {
         Ok(true)
     }
 
+    /// Records the flush thread's `stage` (`flush_stage.rs`); other callers of the flush
+    /// (FD+XM's inline flush, `FdTree::flush`, close) are not the flush thread.
+    fn flush_stage(&self, on_flush_thread: bool, stage: FlushStage) {
+        if on_flush_thread {
+            self.flush_stages.enter(stage);
+        }
+    }
+
     /// Commits the runs installed since the last commit, if any (before the flush thread
     /// waits for work: `FdTree::flush` and close rely on it).
     fn commit_owed_runs(&self, on_flush_thread: bool) -> Result<()> {
         if self.runs_uncommitted.swap(0, Ordering::Relaxed) == 0 {
             return Ok(());
         }
-        let stage = |s| {
-            if on_flush_thread {
-                self.flush_stages.enter(s);
-            }
-        };
+        let stage = |s| self.flush_stage(on_flush_thread, s);
         stage(FlushStage::CommitLock);
         let persist = self.persist.lock();
         stage(FlushStage::Committing);

@@ -72,8 +72,8 @@ pub(crate) struct Inner {
     /// Where the flush thread spends its time, for the waits for room (`flush_stage.rs`).
     pub flush_stages: super::flush_stage::FlushStages,
     /// The background threads' turn at CPU-bound work: the flush thread holds it while it
-    /// writes a run, the merge thread during each stage, so at most one of them competes
-    /// with the writers for the two cores.
+    /// writes a run, an FD+FC merge during each stage (FD+DS merges do not take turns), so
+    /// at most one of them competes with the writers for the two cores.
     pub cpu_turn: Mutex<()>,
     /// Scans started again because a merge reclaimed a block they needed (`scan.rs`).
     pub scan_restarts: AtomicU64,

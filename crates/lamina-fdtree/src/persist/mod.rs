@@ -7,8 +7,9 @@
 //!   the log is truncated to it. Merges commit their new levels and `L_0`'s new fences the
 //!   same way; FD+FC merges also commit their progress (`fc/commit.rs`, Remark A.6).
 //! - A commit: sync the log through `applied_seq` (so that it never numbers records below
-//!   `applied_seq` after a crash; the records after it are not waited for), sync the directory (names of the files the manifest refers to; their contents
-//!   were synced when written), commit the superblock; then remove the files the previous
+//!   `applied_seq` after a crash; the records after it are not waited for), sync the
+//!   directory (names of the files the manifest refers to; their contents were synced when
+//!   written), commit the superblock; then remove the files the previous
 //!   manifest named and this one does not, and truncate the log.
 //! - Recovery opens the committed state, refuses a damaged or missing one where data
 //!   exists, removes `fd-*` files it does not name (written before a crash, before their
