@@ -508,3 +508,39 @@ fn crash_in_the_middle_of_a_merge(reopen_as: FcMode) {
     assert_content(&db, &oracle);
     db.close().unwrap();
 }
+
+/// Closing in the middle of a merge does not run it to its end: merge-execute stops at the
+/// next stage boundary with a progress record committed there (Remark A.6), and the
+/// reopened tree resumes the merge from it and completes it with every write there.
+#[test]
+fn a_close_in_the_middle_of_a_merge_leaves_it_to_the_reopened_tree() {
+    // No progress record of the merge's own: the one recovery finds is the close's.
+    let options = FdTreeOptions { merge_commit_bytes: 1 << 40, ..tiny() };
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let db = FdTree::open(storage.clone(), &options).unwrap();
+    let (db, mut oracle) = tree_with_a_held_merge(db, 1500);
+    for _ in 0..20 {
+        db.step_merge();
+    }
+    let wavefront = db.with_tree(|t| t.wavefront_key().map(|w| w.map(<[u8]>::to_vec))).unwrap();
+    let wavefront = wavefront.expect("the merge is in progress").expect("left -infinity");
+    // Writes after the pause point, in the memtable at close.
+    for i in 0..10u64 {
+        db.put(&key(i * 2 + 1), b"odd").unwrap();
+        oracle.insert(key(i * 2 + 1).to_vec(), b"odd".to_vec());
+    }
+    db.close().unwrap();
+    let params = options.params().unwrap();
+    let store = lamina_fdtree::store::BlockStore::new(storage.clone(), &params);
+    let (tree, _, _cleanup) = Tree::recover(params, store, true).unwrap();
+    let paused_at = tree.wavefront_key().expect("the merge left in progress by close");
+    assert_eq!(paused_at, Some(wavefront.as_slice()), "paused where the merge was held");
+    drop(tree);
+    let db = FdTree::open(storage, &options).unwrap();
+    assert_content(&db, &oracle);
+    db.wait_for_merges().unwrap();
+    assert!(!db.with_tree(Tree::merge_in_progress).unwrap());
+    db.verify().unwrap();
+    assert_content(&db, &oracle);
+    db.close().unwrap();
+}

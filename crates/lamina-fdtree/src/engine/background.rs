@@ -12,7 +12,7 @@ use lamina_storage::StorageFile;
 use super::control::{Next, RETRY_INTERVAL, clone_error, mark_background_thread};
 use super::flush_stage::FlushStage;
 use super::inner::Inner;
-use crate::fc::run_fc_merge;
+use crate::fc::{MergeEnd, run_fc_merge};
 use crate::flush::write_run;
 use crate::level::disk::DiskLevel;
 use crate::merge::side::{IntoTop, finalize_plan};
@@ -277,18 +277,22 @@ impl Inner {
         self.pacer.begin(true);
         let merged = run_fc_merge(self, merge);
         self.pacer.end();
-        if let Err(e) = merged {
-            // The merge cannot be undone (old blocks are gone): the tree stays readable
-            // between two stages, modifications are refused until it is reopened (a
-            // persistent tree resumes the merge from its last progress record). A full disk
-            // is waited out inside the merge (its retry policy); it ends up here only when
-            // closing, or the merge would be left half done for good.
-            if !matches!(e, Error::NoSpace { .. }) || !self.control.stopping() {
-                self.control.fail(&e);
+        match merged {
+            Ok(MergeEnd::Finished) => Ok(true),
+            // Closing: the merge resumes when the tree is reopened.
+            Ok(MergeEnd::Paused) => Ok(false),
+            Err(e) => {
+                // The merge cannot be undone (old blocks are gone): the tree stays readable
+                // between two stages, modifications are refused until it is reopened (a
+                // persistent tree resumes the merge from its last progress record). A full
+                // disk is waited out inside the merge (its retry policy); it ends up here
+                // only when closing, or the merge would be left half done for good.
+                if !matches!(e, Error::NoSpace { .. }) || !self.control.stopping() {
+                    self.control.fail(&e);
+                }
+                Err(e)
             }
-            return Err(e);
         }
-        Ok(true)
     }
 
     /// One FD+XM or FD+DS merge, if one is due; whether one ran. A failure leaves the old

@@ -152,4 +152,8 @@ impl FcHost for Inner {
     fn cpu_turn(&self) -> Option<parking_lot::MutexGuard<'_, ()>> {
         Some(self.cpu_turn.lock())
     }
+
+    fn stopping(&self) -> bool {
+        self.control.stopping()
+    }
 }

@@ -36,7 +36,7 @@ use lamina_core::Result;
 use parking_lot::RwLock;
 
 pub use progress::{MergeProgress, NewLevelProgress};
-pub(crate) use run::run_fc_merge;
+pub(crate) use run::{MergeEnd, run_fc_merge};
 pub(crate) use state::{FcMerge, FcState};
 
 use crate::level::writer::RetryPolicy;
@@ -65,6 +65,11 @@ pub(crate) trait FcHost {
     fn cpu_turn(&self) -> Option<parking_lot::MutexGuard<'_, ()>> {
         None
     }
+    /// Whether the engine is closing: merge-execute then stops at the next stage boundary,
+    /// its progress committed, for the reopened tree to resume (`MergeEnd::Paused`).
+    fn stopping(&self) -> bool {
+        false
+    }
 }
 
 impl<H: FcHost + ?Sized> FcHost for &H {
@@ -88,6 +93,9 @@ impl<H: FcHost + ?Sized> FcHost for &H {
     }
     fn cpu_turn(&self) -> Option<parking_lot::MutexGuard<'_, ()>> {
         (**self).cpu_turn()
+    }
+    fn stopping(&self) -> bool {
+        (**self).stopping()
     }
 }
 
