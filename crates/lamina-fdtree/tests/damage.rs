@@ -21,11 +21,12 @@
 //! threads, so its exact files vary a little between runs; every file of a kind is damaged.
 //! `DAMAGE_VERBOSE=1` prints every case and the error each step got.
 //!
-//! One limit is inherent, and checked as such: after a crash, damage in the log's last
-//! chunk looks like the crash's torn write, so recovery ends the log before it; the keys
-//! that chunk wrote hold their earlier values (at most its record count of them), and
-//! nothing else changes. A clean close ends the log with a marker chunk, so there the same
-//! damage is found.
+//! One limit remains, and is checked as such: after a crash that lost the segment's synced
+//! mark (an unsynced write), damage in the log's last chunk looks like the crash's torn
+//! write, so recovery ends the log before it; the keys that chunk wrote hold their earlier
+//! values (at most its record count of them), and nothing else changes. Where the mark
+//! covers the chunk, or after a clean close (which ends the log with a marker chunk), the
+//! same damage is found.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
@@ -323,9 +324,10 @@ fn names_the_file(e: &Error, name: &str, damage: Damage) -> bool {
 const LOG_PREFIX: &str = "fdtree_wal-";
 
 /// The last chunk of a log segment (its offset and the keys its records write): damage there
-/// after a crash is indistinguishable from the crash's torn write, and recovery ends the log
-/// before it (as LevelDB's and RocksDB's point-in-time recovery do). `None` if no chunk
-/// decodes.
+/// after a crash is `Corruption` when the segment's synced mark covers the chunk, but the
+/// crash may have lost the mark's (unsynced) write, and the damage then reads as the crash's
+/// torn write: recovery ends the log before it (`docs/format/log.md`, "Synced mark"). `None`
+/// if no chunk decodes.
 fn last_chunk(bytes: &[u8]) -> Option<(u64, TornKeys)> {
     let mut offset = chunk::FILE_HEADER_BYTES;
     let mut last = None;

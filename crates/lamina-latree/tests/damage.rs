@@ -1,11 +1,12 @@
 //! Damaged and missing files (issue 18: "damaged files give `Corruption`, never silently wrong
 //! data"): each file kind of a closed store (superblock, node file, buffer file, log segment,
 //! checkpoint side file) flipped, cut short or deleted. The open, or a later read of what the
-//! damage touched, is `Corruption`; whatever reads succeed return the right data. One
-//! exception, the log's: a log cut (or damaged in its last chunk) after the checkpoint reads
-//! as a crash's torn tail, so the store opens with a prefix of the writes after the
-//! checkpoint (never less than the checkpoint, never a write out of order); the log format
-//! cannot tell a cut at a chunk boundary from a crash (`docs/format/log.md`).
+//! damage touched, is `Corruption`; whatever reads succeed return the right data. The log
+//! is checked more loosely: a log cut (or damaged in its last chunk) after the checkpoint
+//! may also open with a prefix of the writes after the checkpoint (never less than the
+//! checkpoint, never a write out of order), which is what a crash that lost the segment's
+//! synced mark leaves; with the mark in place it is `Corruption` (`docs/format/log.md`,
+//! "Synced mark").
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

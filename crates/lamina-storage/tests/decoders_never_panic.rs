@@ -19,6 +19,7 @@ use lamina_storage::log::chunk::{
     FORMAT_VERSION, FileHeader, FileKind, RING_FORMAT_VERSION, RING_SEGMENTS_MAX,
 };
 use lamina_storage::log::record::decode_records;
+use lamina_storage::log::synced_mark::SyncedMark;
 use lamina_storage::log::{Record, RecordOp};
 use lamina_storage::pmem::{AllocLogRecord, LogOp, PPtr, RegionHeader, RegionLayout};
 use lamina_storage::{Block, BlockType, FreeList, MemoryStorage, OpenMode, Storage, Superblock};
@@ -248,6 +249,20 @@ proptest! {
         let _ = FileHeader::parse(&bytes, std::path::Path::new("log"));
         if let Ok(back) = FileHeader::decode(&bytes) {
             prop_assert_eq!(back, h, "a mutated file header passed its CRC");
+        }
+    }
+
+    #[test]
+    fn synced_mark_refuses_arbitrary_and_mutated_bytes(
+        bytes in proptest::collection::vec(any::<u8>(), 0..64),
+        log_id in any::<u64>(),
+        end_pos in any::<u64>(),
+        m in mutation(),
+    ) {
+        decode_checked::<SyncedMark>(&bytes);
+        let mark = SyncedMark { log_id, end_pos };
+        if let Some(back) = decode_checked::<SyncedMark>(&apply(mark.encode(), &m)) {
+            prop_assert_eq!(back, mark, "a mutated synced mark passed its CRC");
         }
     }
 

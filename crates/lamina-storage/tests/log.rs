@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use lamina_core::{BatchOp, Durability, Error, WriteBatch};
 use lamina_storage::log::chunk::FileHeader;
+use lamina_storage::log::synced_mark::{SYNCED_MARK_BYTES, SYNCED_MARK_OFFSETS};
 use lamina_storage::log::{
     LogOp, Record, RecordOp, RingLog, RingLogOptions, SegmentLog, SegmentLogOptions,
 };
@@ -379,8 +380,15 @@ fn corrupt_middle_and_tail(ring: bool, file_name: &str) {
         byte[0] ^= 0x10;
         file.write_all_at(block * 4096 + 100, &byte).unwrap();
     };
-    // A torn last chunk: recovery stops before it.
+    // The last chunk damaged: it was synced (its synced mark says so), so this is damage,
+    // not a crash's torn write.
     flip(10);
+    let err = AnyLog::open(&storage, ring).unwrap_err();
+    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    // A torn last chunk (a crash before its mark was written): recovery stops before it.
+    for offset in SYNCED_MARK_OFFSETS {
+        file.write_all_at(offset, &[0; SYNCED_MARK_BYTES]).unwrap();
+    }
     assert_eq!(AnyLog::records(&storage, ring), 9);
     // A bad chunk followed by valid ones: corruption, naming the file and offset.
     let log = AnyLog::open(&storage, ring).unwrap();
@@ -495,8 +503,13 @@ fn first_lap_zero_fills_the_sparse_ring_ahead_of_the_writer() {
         ..small_fixed_ring(Durability::Sync)
     };
     let (log, model) = open_with_model(storage.clone(), options.clone()).unwrap();
-    // Bytes written that are not chunks: the file header, then the zeros.
-    let not_chunks = || storage.io_stats().bytes_written - log.stats().bytes_written;
+    // Bytes written that are not chunks (or their synced marks): the file header, then the
+    // zeros.
+    let not_chunks = || {
+        let stats = log.stats();
+        let marks = stats.chunks_written * SYNCED_MARK_BYTES as u64;
+        storage.io_stats().bytes_written - stats.bytes_written - marks
+    };
     let created = not_chunks();
     let put =
         |i: u64| model.write(&log, &[BatchOp::Put { key: key(i % 8), value: value(0, i, 40) }]);

@@ -1,13 +1,16 @@
 //! A torn tail can only follow a crash. Both logs end a clean close with a chunk that says
 //! so; after it, a damaged newest data chunk is `Corruption` naming the file and offset,
 //! never dropped as a torn tail (which silently reverted values and brought deleted keys
-//! back). After a crash the same damage is a torn tail, as before.
+//! back). After a crash the same damage is `Corruption` too when the chunk's synced mark
+//! says it was synced (`docs/format/log.md`, "Synced mark"); only a crash that came before
+//! the mark was written (a chunk no writer was told was durable) leaves a torn tail.
 
 mod log_support;
 
 use std::sync::Arc;
 
 use lamina_core::{BatchOp, Durability, Error};
+use lamina_storage::log::synced_mark::{SYNCED_MARK_BYTES, SYNCED_MARK_OFFSETS};
 use lamina_storage::{MemoryStorage, OpenMode, Storage};
 use log_support::{AnyLog, AnyOptions, key, small_fixed_ring, small_segments, value};
 
@@ -19,24 +22,38 @@ fn flip_block(storage: &Arc<dyn Storage>, file: &str, block: u64) {
     file.write_all_at(block * 4096 + 100, &byte).unwrap();
 }
 
-/// Ten one-chunk writes (one synced chunk each, blocks 1 to 10), then a clean close (the
-/// marker is block 11) or a crash; then block 10 is damaged.
-fn damage_newest_chunk(
-    options: &AnyOptions,
-    file: &str,
-    clean: bool,
-) -> lamina_core::Result<usize> {
+/// How the ten writes end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// A clean close.
+    Clean,
+    /// A crash after the last chunk's synced mark was written.
+    Crash,
+    /// A crash before any synced mark reached the file (its slots zero): the newest chunk
+    /// may be one no writer was told was durable.
+    CrashBeforeMark,
+}
+
+/// Ten one-chunk writes (one synced chunk each, blocks 1 to 10), then `end` (a clean close
+/// writes its marker as block 11); then block 10 is damaged.
+fn damage_newest_chunk(options: &AnyOptions, file: &str, end: End) -> lamina_core::Result<usize> {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let (log, model) = AnyLog::open_with_model(storage.clone(), options).unwrap();
     for i in 0..10 {
         log.write(&model, &[BatchOp::Put { key: key(i), value: value(i, 0, 100) }]).unwrap();
     }
-    if clean {
+    if end == End::Clean {
         log.close().unwrap();
     } else {
         log.abandon();
     }
     drop(log);
+    if end == End::CrashBeforeMark {
+        let f = storage.open(file, OpenMode::Existing).unwrap();
+        for offset in SYNCED_MARK_OFFSETS {
+            f.write_all_at(offset, &[0; SYNCED_MARK_BYTES]).unwrap();
+        }
+    }
     flip_block(&storage, file, 10);
     let (log, model) = AnyLog::open_with_model(storage, options)?;
     log.close().unwrap();
@@ -44,14 +61,22 @@ fn damage_newest_chunk(
 }
 
 fn check(options: &AnyOptions, file: &str) {
-    match damage_newest_chunk(options, file, true) {
-        Err(Error::Corruption { file: path, offset, .. }) => {
-            assert!(path.to_string_lossy().ends_with(file), "{}", path.display());
-            assert_eq!(offset, 10 * 4096);
+    for end in [End::Clean, End::Crash] {
+        match damage_newest_chunk(options, file, end) {
+            Err(Error::Corruption { file: path, offset, .. }) => {
+                assert!(path.to_string_lossy().ends_with(file), "{}", path.display());
+                // The segment's chunks end at the damaged one; the ring names its newest
+                // valid chunk (the one before) after a crash.
+                assert!(offset == 10 * 4096 || offset == 9 * 4096, "{end:?}: offset {offset}");
+            }
+            other => panic!("a damaged synced chunk must be corruption ({end:?}): {other:?}"),
         }
-        other => panic!("a damaged chunk after a clean close must be corruption: {other:?}"),
     }
-    assert_eq!(damage_newest_chunk(options, file, false).unwrap(), 9, "a crash's torn tail");
+    assert_eq!(
+        damage_newest_chunk(options, file, End::CrashBeforeMark).unwrap(),
+        9,
+        "a crash's torn tail"
+    );
 }
 
 #[test]

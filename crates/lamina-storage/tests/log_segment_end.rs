@@ -6,8 +6,10 @@
 
 use std::sync::Arc;
 
+use lamina_core::codec::Encode;
 use lamina_core::{Durability, Error};
-use lamina_storage::log::chunk::SEGMENT_END_CHUNK_BYTES;
+use lamina_storage::log::chunk::{FileHeader, SEGMENT_END_CHUNK_BYTES};
+use lamina_storage::log::synced_mark::{SYNCED_MARK_OFFSETS, SyncedMark};
 use lamina_storage::log::{LogOp, LogOptions, Record, SegmentLog, SegmentLogOptions};
 use lamina_storage::{MemoryStorage, OpenMode, Storage};
 
@@ -104,6 +106,15 @@ fn interrupt_last_roll(storage: &Arc<dyn Storage>, how: Interrupted) -> Vec<Stri
     newest_file.set_len(4096).unwrap();
     let before_file = storage.open(before, OpenMode::Existing).unwrap();
     let end_chunk_at = before_file.len().unwrap() - SEGMENT_END_CHUNK_BYTES;
+    // The end chunk's sync never returned, so the predecessor's synced mark still says its
+    // data chunks (`docs/format/log.md`, "Synced mark").
+    let mut block = vec![0u8; 4096];
+    before_file.read_exact_at(0, &mut block).unwrap();
+    let header = FileHeader::parse(&block, std::path::Path::new(before)).unwrap();
+    let mark = SyncedMark { log_id: header.log_id, end_pos: header.base_pos + end_chunk_at - 4096 };
+    for offset in SYNCED_MARK_OFFSETS {
+        before_file.write_all_at(offset, &mark.encode()).unwrap();
+    }
     match how {
         Interrupted::NoEndChunk => before_file.set_len(end_chunk_at).unwrap(),
         Interrupted::TornEndChunk => {

@@ -12,7 +12,8 @@
 //! - `writer`, `flusher`, `shared`: the group-commit writer and its background flusher;
 //!   `superseded`: what read-ahead collection must not carry while woken writers are still
 //!   applying; `split_append`: batches larger than a write buffer, logged in parts;
-//!   `recovery`: what opening both logs shares.
+//!   `recovery`: what opening both logs shares; `synced_mark`: how far a segment was synced,
+//!   recorded a second time, so that damage to its newest chunk is not read as a torn tail.
 //!
 //! Byte layout: `docs/format/log.md`.
 
@@ -31,6 +32,7 @@ mod shared;
 mod split_append;
 mod stats;
 mod superseded;
+pub mod synced_mark;
 mod writer;
 
 pub use options::{LiveRecords, LogOptions, RingLogOptions, SegmentLogOptions};

@@ -26,6 +26,7 @@ use super::recovery::{
 };
 use super::ring::{Layout, Ring, RingParts, SegmentSlot, Span};
 use super::segments::create_log_file;
+use super::synced_mark;
 use crate::backend::{Storage, StorageFile};
 
 /// What opening a ring found, beyond what every log reports.
@@ -183,6 +184,19 @@ fn recover_ring(storage: &dyn Storage, name: &str, options: &RingLogOptions) -> 
         active_max,
         disk_budget_bytes: options.disk_budget_bytes,
     };
+    // The chunks found reach at least the ring's synced mark: a ring whose newest valid
+    // chunk ends before lost a synced chunk to damage (a crash's torn write is never below
+    // the mark; `synced_mark.rs`).
+    let newest_end = found.iter().map(|f| f.header.end()).max();
+    if let Some(synced_pos) = synced_mark::read(file.as_ref(), header.log_id)?
+        && synced_pos > newest_end.unwrap_or(0)
+    {
+        let newest = found.iter().copied().max_by_key(|f| f.header.pos);
+        let offset = newest.map_or(FILE_HEADER_BYTES, |f| {
+            FILE_HEADER_BYTES + f.segment as u64 * segment_bytes + f.offset
+        });
+        return Err(synced_mark::chunks_lost(&path, offset, newest_end.unwrap_or(0), synced_pos));
+    }
     let Some(newest) = found.iter().copied().max_by_key(|f| f.header.pos) else {
         let ring = Ring::new(parts(Layout::new(segment_bytes, count), 0, 0, VecDeque::new()));
         let opened = Opened {

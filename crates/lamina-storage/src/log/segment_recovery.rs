@@ -27,6 +27,7 @@ use super::recovery::{
     Opened, Sink, decode_payload, list_log_files, new_log_id, read_chunk, read_file_header,
 };
 use super::segments::{Segment, Segments, segment_capacity_bytes, segment_name};
+use super::synced_mark;
 use crate::backend::{Storage, StorageFile};
 
 /// Opens or creates the segmented log described by `options` in `storage`.
@@ -131,6 +132,7 @@ fn recover_segments(
         capacity_bytes = header.capacity_bytes;
         seq_hi = seq_hi.max(header.seq_floor);
         let chunks = read_segment_chunks(file.as_ref(), &header, len, &path, &mut records)?;
+        check_reaches_synced_mark(file.as_ref(), &header, &chunks, &path)?;
         ended = chunks.ended;
         if !last {
             // Only the torn (or missing) end chunk of an unfinished roll may end a segment
@@ -158,6 +160,7 @@ fn recover_segments(
             data_len: offset - FILE_HEADER_BYTES,
             capacity_bytes: header.capacity_bytes,
             seq_hi: segment_seq_hi,
+            synced_marks: 0,
         });
         if unfinished_roll.is_some() {
             break;
@@ -194,6 +197,22 @@ fn recover_segments(
         records,
         seq_hi: seq_hi.max(record_seq_max),
     })
+}
+
+/// Refuses a segment whose chunks end before its synced mark: it lost a synced chunk to
+/// damage or a cut (a crash's torn write is never below the mark; `synced_mark.rs`).
+fn check_reaches_synced_mark(
+    file: &dyn StorageFile,
+    header: &FileHeader,
+    chunks: &SegmentChunks,
+    path: &std::path::Path,
+) -> Result<()> {
+    match synced_mark::read(file, header.log_id)? {
+        Some(synced_pos) if synced_pos > chunks.end_pos => {
+            Err(synced_mark::chunks_lost(path, chunks.end_offset, chunks.end_pos, synced_pos))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Checks that a segment's header matches its name and the log.

@@ -20,6 +20,7 @@ use super::chunk::{
     SEGMENT_END_CHUNK_BYTES, chunk_len, encode_chunk,
 };
 use super::record::SeqNo;
+use super::synced_mark::{self, SyncedMark};
 use crate::backend::{OpenMode, Storage, StorageFile};
 
 /// One segment file.
@@ -37,6 +38,9 @@ pub(crate) struct Segment {
     pub capacity_bytes: u64,
     /// Highest sequence number of a record in this segment (or its floor if empty).
     pub seq_hi: SeqNo,
+    /// Synced marks written to this segment by this process; the next goes to slot
+    /// `synced_marks % 2` (`synced_mark.rs`).
+    pub synced_marks: u64,
 }
 
 /// The segments of a truncate-mode log, oldest first; the last one is written.
@@ -135,7 +139,16 @@ impl Segments {
         };
         let name = segment_name(prefix, index);
         let file = create_log_file(storage, &name, &header, FILE_HEADER_BYTES)?;
-        Ok(Segment { index, name, file, base_pos, data_len: 0, capacity_bytes, seq_hi: seq_floor })
+        Ok(Segment {
+            index,
+            name,
+            file,
+            base_pos,
+            data_len: 0,
+            capacity_bytes,
+            seq_hi: seq_floor,
+            synced_marks: 0,
+        })
     }
 
     /// Writes `payload` as one chunk with `flags` and syncs it, starting a new segment if it
@@ -221,6 +234,14 @@ impl Segments {
         encode_chunk(&header, payload, &mut self.scratch);
         active.file.write_all_at(FILE_HEADER_BYTES + active.data_len, &self.scratch)?;
         active.file.sync_data()?;
+        // The synced mark (`synced_mark.rs`), before anyone is told the chunk is durable, so
+        // that damage to it reads as damage and not as a crash's torn write. Not synced: the
+        // next chunk's sync carries it. A failed write only leaves an older mark, which
+        // recovery reads as before; the chunk is synced either way, so the flush stands.
+        let mark = SyncedMark { log_id: self.log_id, end_pos: self.head + len };
+        if synced_mark::write(active.file.as_ref(), active.synced_marks, mark).is_ok() {
+            active.synced_marks += 1;
+        }
         active.data_len += len;
         active.seq_hi = active.seq_hi.max(seq_hi);
         self.head += len;

@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use lamina_core::codec::Encode;
 use lamina_core::{DISK_BUDGET_OPTION, Error, Result};
 
 use super::layout::{Layout, NextSegment, Placement, Policy};
@@ -21,6 +22,7 @@ use crate::log::chunk::{
     chunk_len, encode_chunk,
 };
 use crate::log::record::SeqNo;
+use crate::log::synced_mark::{self, SyncedMark};
 
 /// How far ahead of the writer a segment's first visit zero-fills it. The ring file is
 /// created sparse (instant, whatever its size) and grows by sparse segments; the first
@@ -112,6 +114,9 @@ pub(crate) struct Ring {
     /// since: they may still reach the device whole, so the next chunk written zeroes their
     /// first blocks (in the same sync) before one can be mistaken for part of the log.
     failed_writes: Vec<u64>,
+    /// Synced marks written by this process; the next goes to slot `synced_marks % 2`
+    /// (`log/synced_mark.rs`).
+    synced_marks: u64,
     /// Live bytes the engine reported last ([`Ring::set_live_bytes`]).
     pub(super) live_bytes: u64,
     active_max: u64,
@@ -158,6 +163,7 @@ impl Ring {
             collect_in_flush: true,
             carry_max: payload_max,
             failed_writes: Vec::new(),
+            synced_marks: 0,
             live_bytes: 0,
             active_max: parts.active_max,
             disk_budget_bytes: parts.disk_budget_bytes,
@@ -277,6 +283,12 @@ impl Ring {
             return Err(err);
         }
         self.failed_writes.clear();
+        // The synced mark, before anyone is told the chunk is durable (`log/synced_mark.rs`;
+        // not synced, and a failed write only leaves an older mark: the chunk stands).
+        let mark = SyncedMark { log_id: self.log_id, end_pos: placement.pos + len };
+        if synced_mark::write(self.file.as_ref(), self.synced_marks, mark).is_ok() {
+            self.synced_marks += 1;
+        }
         self.layout.commit(placement, len);
         self.layout.mark_written(placement.segment, zero_to);
         if appending || matches!(placement.next, Some(NextSegment::Revive(_))) {
@@ -319,8 +331,9 @@ impl Ring {
                 capacity_bytes: self.layout.segment_bytes(),
                 seq_floor: self.seq_floor,
             };
-            // One sector-sized write: it lands whole or not at all.
-            self.file.write_all_at(0, &header.to_block())?;
+            // The encoded header alone, within the first sector: it lands whole or not at
+            // all, and leaves the synced marks (sectors 1 and 2 of the block) as they are.
+            self.file.write_all_at(0, &header.encode())?;
             self.file.sync_data()?;
             self.version = RING_FORMAT_VERSION;
             self.header_segments = segments as u64;
