@@ -366,6 +366,22 @@ impl FdTree {
         self.inner.read(Tree::verify)
     }
 
+    /// Checks the tree as it stands, for a tree about to be closed (`lamina verify`, over a
+    /// read-only overlay that keeps every write in memory): an FD+FC merge in progress (one
+    /// `close` paused, or a crash interrupted) is not run to its end, which could write the
+    /// whole bottom level into that memory. The merge thread is held at its next stage
+    /// boundary (and stays held), and a merge in progress is checked there as (I7) and
+    /// Remark A.5 say (`Tree::verify_wavefront`); with none, as [`FdTree::verify`]. The
+    /// caller's full scan against point reads checks the content either way.
+    pub fn verify_as_it_stands(&self) -> Result<()> {
+        if self.inner.mode != FcMode::Fc {
+            return self.verify();
+        }
+        self.inner.control.set_hold(true);
+        self.inner.control.wait_idle()?;
+        self.inner.read(|t| if t.merge_in_progress() { t.verify_wavefront() } else { t.verify() })
+    }
+
     fn stop_threads(&self) {
         let threads = std::mem::take(&mut *self.threads.lock());
         if threads.is_empty() {
