@@ -128,8 +128,7 @@ fn lookups_scans_and_writes_on_both_sides_of_the_wavefront() {
         }
         assert!(stage < 1000, "the wavefront never moved");
     }
-    let wavefront = db.with_tree(|t| t.wavefront_key().map(|w| w.map(<[u8]>::to_vec))).unwrap();
-    let wavefront = wavefront.expect("the merge is in progress").expect("left -infinity");
+    let wavefront = wavefront(&db).expect("the merge is in progress").expect("left -infinity");
     assert!(!wavefront.is_empty() && wavefront.as_slice() < key(1000).as_slice(), "{wavefront:?}");
     assert!(db.with_tree(Tree::reclaimed_old_blocks).unwrap() > 0, "m-delete reclaimed nothing");
     // Every key is found, behind the wavefront (new levels) and beyond it (old levels).
@@ -459,6 +458,35 @@ fn a_progress_commit_punches_each_run_of_reclaimed_blocks_at_once() {
     );
 }
 
+/// The wavefront of the merge in progress (`None`: no merge; `Some(None)`: `-infinity`).
+#[allow(clippy::option_option)] // the shape of `Tree::wavefront_key`, owned
+fn wavefront(db: &FdTree) -> Option<Option<Vec<u8>>> {
+    db.with_tree(|t| t.wavefront_key().map(|w| w.map(<[u8]>::to_vec))).unwrap()
+}
+
+/// The tree recovery rebuilds from `storage` alone (no merge thread).
+fn recovered(storage: Arc<dyn Storage>, options: &FdTreeOptions) -> Tree {
+    let params = options.params().unwrap();
+    let store = lamina_fdtree::store::BlockStore::new(storage, &params);
+    Tree::recover(params, store, true).unwrap().0
+}
+
+/// Reopens `storage`, lets the merge left in progress finish, and checks the tree and its
+/// content.
+fn reopen_and_finish_the_merge(
+    storage: Arc<dyn Storage>,
+    options: &FdTreeOptions,
+    oracle: &BTreeMap<Vec<u8>, Vec<u8>>,
+) {
+    let db = FdTree::open(storage, options).unwrap();
+    assert_content(&db, oracle);
+    db.wait_for_merges().unwrap();
+    assert!(!db.with_tree(Tree::merge_in_progress).unwrap());
+    db.verify().unwrap();
+    assert_content(&db, oracle);
+    db.close().unwrap();
+}
+
 /// Remark A.6: a crash in the middle of a merge is followed by a resumed merge, not a redone
 /// one: recovery rebuilds the wavefront, the old levels and runs from their first needed
 /// block (the blocks freed before the crash are gone) and the new levels written so far;
@@ -484,29 +512,20 @@ fn crash_in_the_middle_of_a_merge(reopen_as: FcMode) {
     for _ in 0..20 {
         db.step_merge();
     }
-    let wavefront = db.with_tree(|t| t.wavefront_key().map(|w| w.map(<[u8]>::to_vec))).unwrap();
-    let wavefront = wavefront.expect("the merge is in progress").expect("left -infinity");
+    let wavefront = wavefront(&db).expect("the merge is in progress").expect("left -infinity");
     assert!(!wavefront.is_empty());
     storage.crash().unwrap();
     db.hold_merges(false);
     drop(db);
-    let recovered = storage.reopen_after_crash().unwrap();
+    let shared: Arc<dyn Storage> = Arc::new(storage.reopen_after_crash().unwrap());
     // Recovery alone (no merge thread): the merge is in progress at a committed wavefront.
-    let params = options.params().unwrap();
-    let shared: Arc<dyn Storage> = Arc::new(recovered.clone());
-    let store = lamina_fdtree::store::BlockStore::new(shared.clone(), &params);
-    let (tree, _, _cleanup) = Tree::recover(params, store, true).unwrap();
+    let tree = recovered(shared.clone(), &options);
     let resumed_at = tree.wavefront_key().expect("a merge to resume").map(<[u8]>::to_vec);
     let resumed_at = resumed_at.expect("a committed wavefront past -infinity");
     assert!(!resumed_at.is_empty() && resumed_at <= wavefront, "{resumed_at:?} vs {wavefront:?}");
     assert!(tree.reclaimed_old_blocks() > 0, "old blocks freed before the crash");
     drop(tree);
-    let db = FdTree::open(shared, &FdTreeOptions { mode: reopen_as, ..options }).unwrap();
-    db.wait_for_merges().unwrap();
-    assert!(!db.with_tree(Tree::merge_in_progress).unwrap());
-    db.verify().unwrap();
-    assert_content(&db, &oracle);
-    db.close().unwrap();
+    reopen_and_finish_the_merge(shared, &FdTreeOptions { mode: reopen_as, ..options }, &oracle);
 }
 
 /// Closing in the middle of a merge does not run it to its end: merge-execute stops at the
@@ -522,27 +541,18 @@ fn a_close_in_the_middle_of_a_merge_leaves_it_to_the_reopened_tree() {
     for _ in 0..20 {
         db.step_merge();
     }
-    let wavefront = db.with_tree(|t| t.wavefront_key().map(|w| w.map(<[u8]>::to_vec))).unwrap();
-    let wavefront = wavefront.expect("the merge is in progress").expect("left -infinity");
+    let wavefront = wavefront(&db).expect("the merge is in progress").expect("left -infinity");
     // Writes after the pause point, in the memtable at close.
     for i in 0..10u64 {
         db.put(&key(i * 2 + 1), b"odd").unwrap();
         oracle.insert(key(i * 2 + 1).to_vec(), b"odd".to_vec());
     }
     db.close().unwrap();
-    let params = options.params().unwrap();
-    let store = lamina_fdtree::store::BlockStore::new(storage.clone(), &params);
-    let (tree, _, _cleanup) = Tree::recover(params, store, true).unwrap();
+    let tree = recovered(storage.clone(), &options);
     let paused_at = tree.wavefront_key().expect("the merge left in progress by close");
     assert_eq!(paused_at, Some(wavefront.as_slice()), "paused where the merge was held");
     drop(tree);
-    let db = FdTree::open(storage, &options).unwrap();
-    assert_content(&db, &oracle);
-    db.wait_for_merges().unwrap();
-    assert!(!db.with_tree(Tree::merge_in_progress).unwrap());
-    db.verify().unwrap();
-    assert_content(&db, &oracle);
-    db.close().unwrap();
+    reopen_and_finish_the_merge(storage, &options, &oracle);
 }
 
 /// `lamina verify` checks a store over an overlay that keeps writes in memory: a merge in
@@ -554,11 +564,11 @@ fn a_merge_in_progress_is_verified_where_it_stands() {
     for _ in 0..5 {
         db.step_merge();
     }
-    let wavefront = db.with_tree(|t| t.wavefront_key().map(|w| w.map(<[u8]>::to_vec))).unwrap();
+    let held_at = wavefront(&db);
     db.verify_as_it_stands().unwrap();
-    let after = db.with_tree(|t| t.wavefront_key().map(|w| w.map(<[u8]>::to_vec))).unwrap();
+    let after = wavefront(&db);
     assert!(after.is_some(), "the merge was run to its end");
-    assert_eq!(after, wavefront, "the merge moved on");
+    assert_eq!(after, held_at, "the merge moved on");
     assert_content(&db, &oracle);
     db.hold_merges(false);
     db.wait_for_merges().unwrap();
