@@ -184,20 +184,19 @@ fn recover_ring(storage: &dyn Storage, name: &str, options: &RingLogOptions) -> 
         active_max,
         disk_budget_bytes: options.disk_budget_bytes,
     };
+    let offset_of = |f: &Found| FILE_HEADER_BYTES + f.segment as u64 * segment_bytes + f.offset;
+    let newest = found.iter().copied().max_by_key(|f| f.header.pos);
     // The chunks found reach at least the ring's synced mark: a ring whose newest valid
     // chunk ends before lost a synced chunk to damage (a crash's torn write is never below
     // the mark; `synced_mark.rs`).
-    let newest_end = found.iter().map(|f| f.header.end()).max();
+    let newest_end = newest.map_or(0, |f| f.header.end());
     if let Some(synced_pos) = synced_mark::read(file.as_ref(), header.log_id)?
-        && synced_pos > newest_end.unwrap_or(0)
+        && synced_pos > newest_end
     {
-        let newest = found.iter().copied().max_by_key(|f| f.header.pos);
-        let offset = newest.map_or(FILE_HEADER_BYTES, |f| {
-            FILE_HEADER_BYTES + f.segment as u64 * segment_bytes + f.offset
-        });
-        return Err(synced_mark::chunks_lost(&path, offset, newest_end.unwrap_or(0), synced_pos));
+        let offset = newest.as_ref().map_or(FILE_HEADER_BYTES, offset_of);
+        return Err(synced_mark::chunks_lost(&path, offset, newest_end, synced_pos));
     }
-    let Some(newest) = found.iter().copied().max_by_key(|f| f.header.pos) else {
+    let Some(newest) = newest else {
         let ring = Ring::new(parts(Layout::new(segment_bytes, count), 0, 0, VecDeque::new()));
         let opened = Opened {
             sink: Sink::Ring(Box::new(ring)),
@@ -206,7 +205,6 @@ fn recover_ring(storage: &dyn Storage, name: &str, options: &RingLogOptions) -> 
         };
         return Ok(OpenedRing { opened, clean: false });
     };
-    let offset_of = |f: &Found| FILE_HEADER_BYTES + f.segment as u64 * segment_bytes + f.offset;
     let (tail, end) = (newest.header.tail, newest.header.end());
     if tail > newest.header.pos {
         return Err(Error::corruption(&path, offset_of(&newest), "chunk tail out of range"));

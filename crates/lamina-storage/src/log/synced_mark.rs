@@ -18,7 +18,7 @@
 //! valid one. A slot that fails its CRC is ignored (damage to it weakens the check, never
 //! the data).
 
-use lamina_core::checksum::masked_crc32c;
+use lamina_core::checksum::{seal, unseal};
 use lamina_core::codec::{Decode, DecodeError, Encode, Reader};
 use lamina_core::{Error, Result};
 
@@ -47,34 +47,28 @@ impl Encode for SyncedMark {
     }
 
     fn encode_to(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.extend_from_slice(&SYNCED_MARK_MAGIC.to_le_bytes());
-        out.extend_from_slice(&[0; 4]);
-        out.extend_from_slice(&self.log_id.to_le_bytes());
-        out.extend_from_slice(&self.end_pos.to_le_bytes());
-        let crc = masked_crc32c(&out[start..]);
-        out.extend_from_slice(&crc.to_le_bytes());
+        seal(out, |out| {
+            out.extend_from_slice(&SYNCED_MARK_MAGIC.to_le_bytes());
+            out.extend_from_slice(&[0; 4]);
+            out.extend_from_slice(&self.log_id.to_le_bytes());
+            out.extend_from_slice(&self.end_pos.to_le_bytes());
+        });
     }
 }
 
 impl Decode for SyncedMark {
     fn decode(input: &[u8]) -> std::result::Result<Self, DecodeError> {
-        let mut reader = Reader::new(input);
+        if input.len() != SYNCED_MARK_BYTES {
+            return Err(DecodeError::new(0, format!("a synced mark of {} bytes", input.len())));
+        }
+        let mut reader = Reader::new(unseal(input, "synced mark")?);
         if reader.u32()? != SYNCED_MARK_MAGIC {
             return Err(DecodeError::new(0, "not a synced mark (bad magic)"));
         }
         if reader.array::<4>()? != [0; 4] {
             return Err(DecodeError::new(4, "reserved bytes not zero"));
         }
-        let mark = SyncedMark { log_id: reader.u64()?, end_pos: reader.u64()? };
-        let crc_at = reader.position();
-        if reader.u32()? != masked_crc32c(&input[..crc_at]) {
-            return Err(DecodeError::new(crc_at, "synced mark checksum mismatch"));
-        }
-        if reader.remaining() != 0 {
-            return Err(DecodeError::new(reader.position(), "trailing bytes after a synced mark"));
-        }
-        Ok(mark)
+        Ok(SyncedMark { log_id: reader.u64()?, end_pos: reader.u64()? })
     }
 }
 
