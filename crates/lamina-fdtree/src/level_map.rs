@@ -124,6 +124,13 @@ impl LevelMap {
         LevelMap { ahead_bytes: Some(bytes_bound), written_here: true, map: OnceLock::new() }
     }
 
+    /// [`LevelMap::ahead`] for a level whose first blocks an earlier process wrote and this
+    /// one did not read (a level continued from an index saved at a pause,
+    /// `level/writer/resume.rs`): every segment is checked at its first read.
+    pub fn ahead_unchecked(bytes_bound: u64) -> Self {
+        LevelMap { ahead_bytes: Some(bytes_bound), written_here: false, map: OnceLock::new() }
+    }
+
     /// The map of a finished level this process wrote: its segments count as checked
     /// (module documentation). A level opened from disk takes [`LevelMap::default`].
     pub fn written_here() -> Self {

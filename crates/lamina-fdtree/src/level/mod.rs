@@ -1,6 +1,6 @@
 //! Disk levels and `L_0` runs: the level itself (`disk.rs`), its block latches
-//! (`latches.rs`), writing one (`writer.rs`) and reading one in
-//! key order (`cursor.rs`).
+//! (`latches.rs`), writing one (`writer.rs`; continuing one a merge was writing,
+//! `writer/resume.rs`) and reading one in key order (`cursor.rs`).
 
 pub mod cursor;
 pub mod disk;

@@ -33,6 +33,8 @@ use crate::level_map::LevelMap;
 use crate::store::{BlockStore, FileKind};
 use lamina_storage::bloom::PipelinedInserts;
 
+mod resume;
+
 /// Bytes of a level file written between two [`StorageFile::start_writeback`] hints: the
 /// level reaches the device as a steady stream while it is written, not as one burst at its
 /// final `sync_data`, which would hold up the log's syncs behind it (issue 22's insert
@@ -89,6 +91,8 @@ struct Pending {
     blocks: Vec<BlockDirectory>,
     /// Last key of the last pending block.
     last_key: Option<Vec<u8>>,
+    /// Counts of every entry up to the end of the last pending block.
+    stats: LevelStats,
 }
 
 /// A new level being written.
@@ -113,6 +117,9 @@ pub struct LevelWriter {
     written_last_key: Option<Vec<u8>>,
     pending: Pending,
     stats: LevelStats,
+    /// Counts of the written blocks' entries (`stats` less the pending and current blocks'):
+    /// what an index of the written blocks records ([`LevelWriter::save_written_index`]).
+    written_stats: LevelStats,
     index: Arc<RwLock<LevelIndex>>,
     bloom: Arc<Bloom>,
     /// Data keys appended whose filter bits are not set yet: drained before any block is
@@ -122,6 +129,9 @@ pub struct LevelWriter {
     latches: Arc<BlockLatches>,
     holds_data: bool,
     retry: Option<RetryPolicy>,
+    /// The written blocks were indexed from an index a pause saved, not checked by this
+    /// process (`writer/resume.rs`).
+    written_blocks_unchecked: bool,
     /// Bytes of the file from which writeback was not started yet.
     writeback_from: u64,
     /// The map lookups read the written blocks through while the level is written, and
@@ -156,8 +166,15 @@ impl LevelWriter {
             started: 0,
             written: 0,
             written_last_key: None,
-            pending: Pending { first: 0, bytes: Vec::new(), blocks: Vec::new(), last_key: None },
+            pending: Pending {
+                first: 0,
+                bytes: Vec::new(),
+                blocks: Vec::new(),
+                last_key: None,
+                stats: LevelStats::default(),
+            },
             stats: LevelStats::default(),
+            written_stats: LevelStats::default(),
             index: Arc::new(RwLock::new(index)),
             bloom,
             bloom_pipe: PipelinedInserts::default(),
@@ -165,6 +182,7 @@ impl LevelWriter {
             latches: Arc::new(BlockLatches::default()),
             holds_data: visibility != Visibility::Fences,
             retry: None,
+            written_blocks_unchecked: false,
             writeback_from: 0,
             map: None,
         }
@@ -175,7 +193,12 @@ impl LevelWriter {
     /// the level's final size. Blocks past it are read through the segment cache.
     pub fn map_ahead(&mut self, bytes_bound: u64) {
         let bound = bytes_bound.next_multiple_of(self.store.block_bytes() as u64);
-        self.map = Some((Arc::new(LevelMap::ahead(bound)), bound));
+        let map = if self.written_blocks_unchecked {
+            LevelMap::ahead_unchecked(bound)
+        } else {
+            LevelMap::ahead(bound)
+        };
+        self.map = Some((Arc::new(map), bound));
     }
 
     /// Retries failed writes as `policy` says (default: never).
@@ -308,6 +331,8 @@ impl LevelWriter {
         self.pending.bytes.extend_from_slice(&bytes);
         self.pending.blocks.push((segments, std::mem::take(&mut self.block_fences)));
         self.pending.last_key.clone_from(&self.last_key);
+        // The next block's first entry is pushed after this (`start_block`).
+        self.pending.stats = self.stats;
         if self.visibility == Visibility::Fences || self.pending.blocks.len() >= WRITE_BATCH_BLOCKS
         {
             self.write_pending()?;
@@ -341,6 +366,7 @@ impl LevelWriter {
         }
         self.pending.bytes.clear();
         self.written_last_key = self.pending.last_key.take();
+        self.written_stats = self.pending.stats;
         Ok(())
     }
 
@@ -363,96 +389,6 @@ impl LevelWriter {
                     .collect::<Vec<_>>()
             })
             .collect()
-    }
-
-    /// A writer that continues a level an FD+FC merge had written `written` blocks of when
-    /// its progress was committed (recovery, Remark A.6): the index, filter and counts are
-    /// rebuilt by reading the written ones, and the block being filled is restored from
-    /// `tail` (its entries, `None` if none was started). Nothing is written: recovery cuts
-    /// the blocks after `written` off (and removes a stale index file) once the open is
-    /// validated ([`crate::persist::RecoveryCleanup`]).
-    #[allow(clippy::too_many_arguments)] // the pieces of a level's progress record
-    pub fn restore(
-        store: &BlockStore,
-        params: &crate::options::Params,
-        label: usize,
-        file_id: u32,
-        file: Arc<dyn StorageFile>,
-        written: u32,
-        tail: Option<&[crate::format::entry::Entry]>,
-        keys_max: u64,
-        visibility: Visibility,
-    ) -> Result<Self> {
-        debug_assert!(file.len()? >= u64::from(written) * store.block_bytes() as u64);
-        let mut w = LevelWriter::new(store, params, label, file_id, file, keys_max, visibility);
-        let (kmax, vmax) = store.limits();
-        let mut buf = Vec::new();
-        for block in 0..written {
-            store.read_blocks(&*w.file, block, 1, &mut buf)?;
-            let mut segments = Vec::new();
-            let mut fences = Vec::new();
-            let mut at = 0;
-            let mut first = true;
-            loop {
-                let addr =
-                    crate::format::segment::SegmentAddr { file: file_id, block, offset: at as u32 };
-                let bad = |e: lamina_core::codec::DecodeError| {
-                    store.corruption(&*w.file, block, (at + e.offset) as u64, e.reason)
-                };
-                let seg = crate::format::segment::parse_segment(&buf[at..], addr).map_err(bad)?;
-                let mut first_key = Vec::new();
-                for (i, e) in seg.entries.iter(kmax, vmax).enumerate() {
-                    let e =
-                        e.map_err(|e| store.corruption(&*w.file, block, at as u64, e.reason))?;
-                    if i == 0 {
-                        first_key = e.key().to_vec();
-                    }
-                    w.stats.add(&e, first);
-                    first = false;
-                    match e {
-                        EntryRef::Fence { key, ptr } => fences.push((key.to_vec(), ptr)),
-                        _ => w.bloom.insert_hash(key_hash(e.key())),
-                    }
-                    w.last_key = Some(e.key().to_vec());
-                }
-                segments.push(SegmentInfo { offset: at as u32, len: seg.header.len, first_key });
-                at += usize::from(seg.header.len);
-                if seg.header.is_last() {
-                    break;
-                }
-            }
-            w.index.write().add_block(
-                block,
-                &segments,
-                fences.iter().map(|(k, p)| (k.as_slice(), *p)),
-            );
-        }
-        w.started = written;
-        w.written = written;
-        w.written_last_key.clone_from(&w.last_key);
-        if let Some(entries) = tail {
-            let mut it = entries.iter();
-            let leading = match entries.first() {
-                Some(f @ crate::format::entry::Entry::Fence { .. }) => {
-                    it.next();
-                    Some(f.as_ref())
-                }
-                _ => None,
-            };
-            w.start_block(leading)?;
-            for e in it {
-                if !w.fits([e.encoded_len()]) {
-                    return Err(store.corruption(
-                        &*w.file,
-                        written,
-                        0,
-                        "merge progress tail overflows its block",
-                    ));
-                }
-                w.push(e.as_ref());
-            }
-        }
-        Ok(w)
     }
 
     /// Writes the last block, syncs the level file, writes and syncs its index file, and
@@ -491,10 +427,12 @@ impl LevelWriter {
         }
         // The map lookups used while the level was written, if it covers the whole level;
         // else a map of the finished length. Either counts the segments written here as
-        // checked (`level_map.rs`).
+        // checked (`level_map.rs`), unless some were written before a pause and not
+        // checked since: then each is checked at its first read, as after an open.
         let written_bytes = u64::from(self.written) * self.store.block_bytes() as u64;
         let map = match self.map {
             Some((map, bound)) if bound >= written_bytes => map,
+            _ if self.written_blocks_unchecked => Arc::new(LevelMap::default()),
             _ => Arc::new(LevelMap::written_here()),
         };
         let level = DiskLevel {
