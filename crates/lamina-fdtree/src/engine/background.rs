@@ -1,7 +1,16 @@
-//! Background work: writing memtables out as runs (the flush thread, `flush.rs`) and merges
-//! (the merge thread: FD+DS builds new levels on the side, FD+FC merges behind a
-//! wavefront). FD+XM does the same work inline, in the modification that needs it, under
-//! its exclusive lock (`flush_now`, `merge_now`).
+//! Background work: writing memtables out as runs (the flush thread, `flush.rs`), committing
+//! them (the commit thread), and merges (the merge thread: FD+DS builds new levels on the
+//! side, FD+FC merges behind a wavefront). FD+XM does the same work inline, in the
+//! modification that needs it, under its exclusive lock (`flush_now`, `merge_now`).
+//!
+//! The commit thread exists so that the flush thread never waits for a commit: a commit
+//! syncs the runs' files, the log and the superblock, which beside a merge into the bottom
+//! level took up to 765 ms at 50M keys, and a flush thread inside one could not write the
+//! memtable the writers had frozen meanwhile, so they ran out of room (every insert maximum
+//! of 60-500 ms at 50M, `docs/results/scale.md`, sessions 21-22). A run is installed
+//! (readable, its memory free) before any commit names it, and its records stay in the log
+//! until one does, so deferring commits loses nothing. In lockstep (the deterministic
+//! simulation) the flush thread commits itself, as the threads take turns.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -91,6 +100,40 @@ impl Inner {
         }
     }
 
+    /// The commit thread (FD+DS, FD+FC, outside lockstep): commits the runs the flush thread
+    /// installed, whenever it asks (module documentation).
+    pub fn commit_thread(&self) {
+        mark_background_thread();
+        let run = std::panic::AssertUnwindSafe(|| {
+            loop {
+                let retry = self.control.no_space().is_some().then_some(RETRY_INTERVAL);
+                if self.control.next_commit(retry) == Next::Stop {
+                    return;
+                }
+                let result = {
+                    let _span = tracing::debug_span!("fdtree_commit").entered();
+                    let start = std::time::Instant::now();
+                    let result = self.commit_owed_runs(false);
+                    let took_us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+                    self.flush_stages.committed(took_us);
+                    result
+                };
+                if let Err(e) = &result {
+                    tracing::error!(error = %e, "fdtree commit failed");
+                }
+                self.control.background_result(&result);
+            }
+        });
+        if std::panic::catch_unwind(run).is_err() {
+            tracing::error!("the fdtree commit thread panicked; the tree refuses writes");
+            self.control.fail(&Error::corruption(
+                self.storage.path_of("fdtree"),
+                0,
+                "the commit thread panicked; reopen the tree",
+            ));
+        }
+    }
+
     /// Whether the active memtable should be frozen and written out: full, or the log has
     /// grown past `log_checkpoint_bytes` since the last time.
     fn freeze_due(&self) -> Result<bool> {
@@ -114,13 +157,15 @@ impl Inner {
             self.flush_stages.enter(FlushStage::Pacing);
             self.pace_run()?;
             if !self.flush_one(true)? {
-                return self.commit_owed_runs(true);
+                return self.commit_or_hand_over(true);
             }
         }
     }
 
     /// Writes one run out (the frozen memtable, or the active one if a freeze is due);
-    /// whether there was one. The run is committed at once, unless the next freeze is
+    /// whether there was one. The flush thread hands the commit to the commit thread
+    /// (module documentation). Otherwise the run is committed at once, unless the next
+    /// freeze is
     /// already due (up to [`RUNS_UNCOMMITTED_MAX`] runs in a row): then the next run is
     /// written first and one commit covers both. Nothing is less durable meanwhile: the
     /// runs' records are in the log until a commit names the runs (their files are synced
@@ -168,6 +213,10 @@ impl Inner {
         self.flush_rate.ended(installed.is_ok());
         installed?;
         let owed = self.runs_uncommitted.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.has_commit_thread(on_flush_thread) {
+            self.control.want_commit();
+            return Ok(true);
+        }
         let next_ready = self.read(|t| Ok(t.top.frozen.is_some()))? || self.freeze_due()?;
         if owed < RUNS_UNCOMMITTED_MAX && !self.control.lockstep() && next_ready {
             // Writers are filling the last memtable: the next run first, one commit for both.
@@ -185,15 +234,34 @@ impl Inner {
         }
     }
 
-    /// Commits the runs installed since the last commit, if any (before the flush thread
-    /// waits for work: `FdTree::flush` and close rely on it).
-    fn commit_owed_runs(&self, on_flush_thread: bool) -> Result<()> {
-        if self.runs_uncommitted.swap(0, Ordering::Relaxed) == 0 {
+    /// Whether the flush thread leaves its commits to the commit thread (there is one
+    /// outside lockstep; other callers of the flush commit themselves).
+    fn has_commit_thread(&self, on_flush_thread: bool) -> bool {
+        on_flush_thread && !self.control.lockstep()
+    }
+
+    /// Before the flush thread waits for work: the runs it installed are committed, by
+    /// the commit thread if there is one, else here.
+    fn commit_or_hand_over(&self, on_flush_thread: bool) -> Result<()> {
+        if self.has_commit_thread(on_flush_thread) {
+            if self.runs_uncommitted.load(Ordering::Relaxed) > 0 {
+                self.control.want_commit();
+            }
             return Ok(());
         }
+        self.commit_owed_runs(on_flush_thread)
+    }
+
+    /// Commits the runs installed since the last commit, if any. The count is taken under
+    /// the commit lock, so a caller that finds none owed knows that a commit naming every
+    /// run installed before its call has finished (or failed and left them owed).
+    fn commit_owed_runs(&self, on_flush_thread: bool) -> Result<()> {
         let stage = |s| self.flush_stage(on_flush_thread, s);
         stage(FlushStage::CommitLock);
         let persist = self.persist.lock();
+        if self.runs_uncommitted.swap(0, Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
         stage(FlushStage::Committing);
         let committed = self.commit_locked(persist, &mut || Ok(()));
         if committed.is_err() {

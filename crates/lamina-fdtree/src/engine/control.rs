@@ -1,6 +1,6 @@
-//! The control block shared by writers and the background threads (the flush thread and
-//! the merge thread): what work is wanted, whether to stop, the failure state, and the test
-//! hooks that hold the merge thread between stages.
+//! The control block shared by writers and the background threads (the flush thread, the
+//! merge thread and the commit thread): what work is wanted, whether to stop, the failure
+//! state, and the test hooks that hold the merge thread between stages.
 //!
 //! Failures come in two kinds:
 //! - **sticky** (an I/O error other than a full disk, corruption, a panic in a background
@@ -13,8 +13,9 @@
 //!
 //! **Lockstep** (`Storage::lockstep`, asked by the deterministic simulation's storage): the
 //! storage operations of the two threads must come in an order the writers' calls fix. The
-//! threads then take turns (the flush first when both are wanted), writers that start a
-//! flush wait for it (`wait_idle`), and work stuck on a full disk retries when a writer
+//! threads then take turns (the flush first when both are wanted; the flush thread makes its
+//! own commits, there is no commit thread), writers that start a flush wait for it
+//! (`wait_idle`), and work stuck on a full disk retries when a writer
 //! kicks it (`kick_retry`) rather than every [`RETRY_INTERVAL`]. Off on real storage.
 //!
 //! Invariant: `failure` never goes from `Some` back to `None`.
@@ -34,6 +35,7 @@ struct State {
     stop: bool,
     flush_wanted: bool,
     merge_wanted: bool,
+    commit_wanted: bool,
     /// Sticky failure (module documentation).
     failure: Option<Error>,
     /// The last full-disk error background work met, until it succeeds again.
@@ -41,6 +43,7 @@ struct State {
     /// A background thread is working (not waiting for work).
     flushing: bool,
     merging: bool,
+    committing: bool,
     /// Test hooks: hold the merge thread at its next hold point; steps granted; whether it
     /// is held now.
     hold: bool,
@@ -145,6 +148,20 @@ impl Control {
             st.merge_wanted = true;
             self.cv.notify_all();
         }
+    }
+
+    /// Asks the commit thread to commit the runs installed since the last commit.
+    pub fn want_commit(&self) {
+        let mut st = self.state.lock();
+        if !st.commit_wanted {
+            st.commit_wanted = true;
+            self.cv.notify_all();
+        }
+    }
+
+    /// The commit thread's wait (it runs only outside lockstep).
+    pub fn next_commit(&self, timeout: Option<Duration>) -> Next {
+        self.next(|st| &mut st.commit_wanted, |st| &mut st.committing, timeout, false)
     }
 
     /// The flush thread's wait: until wanted (or `timeout`, to retry after a full disk),
@@ -254,14 +271,14 @@ impl Control {
         self.state.lock().room_recheck = Some(recheck);
     }
 
-    /// Waits until neither background thread is working nor wanted (tests, benchmarks),
+    /// Waits until no background thread is working or wanted (tests, benchmarks),
     /// or, in lockstep, until the working one is paused for a kick after a full disk (the
     /// other cannot start meanwhile).
     pub fn wait_idle(&self) -> Result<()> {
         let mut st = self.state.lock();
         loop {
-            let working = u32::from(st.flushing) + u32::from(st.merging);
-            let wanted = st.flush_wanted || st.merge_wanted;
+            let working = u32::from(st.flushing) + u32::from(st.merging) + u32::from(st.committing);
+            let wanted = st.flush_wanted || st.merge_wanted || st.commit_wanted;
             let settled = st.stop
                 || (working == 0 && !wanted)
                 || (st.held && st.hold)

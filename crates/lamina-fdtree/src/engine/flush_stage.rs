@@ -65,6 +65,9 @@ pub(crate) struct FlushStages {
     /// thread was in at its beginning and at its end.
     room_wait_us_max: AtomicU64,
     room_wait_max_stages: AtomicU64,
+    /// The commit thread's longest commit, in microseconds (`background.rs`): what the
+    /// flush thread's commits took before it handed them over.
+    commit_thread_us_max: AtomicU64,
 }
 
 impl Default for FlushStages {
@@ -76,6 +79,7 @@ impl Default for FlushStages {
             stage_us_max: Default::default(),
             room_wait_us_max: AtomicU64::new(0),
             room_wait_max_stages: AtomicU64::new(0),
+            commit_thread_us_max: AtomicU64::new(0),
         }
     }
 }
@@ -114,9 +118,14 @@ impl FlushStages {
         }
     }
 
+    /// The commit thread's commit took `took_us`.
+    pub fn committed(&self, took_us: u64) {
+        self.commit_thread_us_max.fetch_max(took_us, Ordering::Relaxed);
+    }
+
     /// `(name, value)` pairs for `Stats`: `flush_<stage>_us_max` for every stage but
     /// `idle`, `room_wait_us_max`, and `room_wait_max_stages` (`10 * began + ended`, the
-    /// [`FlushStage`] numbers).
+    /// [`FlushStage`] numbers), `commit_thread_us_max`.
     pub fn stats(&self) -> Vec<(&'static str, u64)> {
         const KEYS: [&str; STAGES] = [
             "",
@@ -131,6 +140,7 @@ impl FlushStages {
             (1..STAGES).map(|s| (KEYS[s], self.stage_us_max[s].load(Ordering::Relaxed))).collect();
         out.push(("room_wait_us_max", self.room_wait_us_max.load(Ordering::Relaxed)));
         out.push(("room_wait_max_stages", self.room_wait_max_stages.load(Ordering::Relaxed)));
+        out.push(("commit_thread_us_max", self.commit_thread_us_max.load(Ordering::Relaxed)));
         out
     }
 }

@@ -10,8 +10,9 @@
 //! 2. a key stripe (`stripes`): serializes the modifications of one key, so that delete and
 //!    compare-and-swap, which look the key up first, apply to the value they saw; a batch
 //!    takes the stripes of all its keys in increasing order. Nothing else waits for it.
-//! 3. `persist` (the commit lock): one commit at a time, and what a merge switches in is
-//!    committed with nothing in between (`fc/run.rs`).
+//! 3. `persist` (the commit lock): one commit at a time (the commit thread's of the runs
+//!    installed, the merge thread's), and what a merge switches in is committed with
+//!    nothing in between (`fc/run.rs`).
 //! 4. `tree`: the paper's `L_0` mutex; short critical sections, never across I/O.
 //!    Modifications never take it (they use `mem_slot`), so a merge thread descheduled while
 //!    holding it delays lookups, not writers.
@@ -63,7 +64,8 @@ pub(crate) struct Inner {
     pub user_bytes_written: AtomicU64,
     /// Log bytes appended since the memtable was last frozen.
     pub logged_bytes: AtomicU64,
-    /// Runs the flush thread installed and has not committed yet (`background.rs`).
+    /// Runs installed and not committed yet: the commit thread's work (`background.rs`),
+    /// taken under the commit lock.
     pub runs_uncommitted: std::sync::atomic::AtomicU32,
     /// Paces writers and runs to the merge's progress (`pacing.rs`).
     pub pacer: super::pacing::Pacer,

@@ -4,7 +4,8 @@
 //! - `inner.rs`: the shared state and the order of its locks;
 //! - `write.rs`: modifications (blind puts, deletes and CAS that look up first, batches);
 //! - `read.rs`: lookups and scans;
-//! - `background.rs`: the flush thread and the merge thread (FD+XM runs their work inline);
+//! - `background.rs`: the flush thread, the commit thread and the merge thread (FD+XM runs
+//!   their work inline);
 //! - `commit.rs`: commits, and what an FD+FC merge needs from the engine (`fc::FcHost`);
 //! - `control.rs`: wake-ups, stopping, failures (sticky, or a full disk that is waited out);
 //! - `pacing.rs`: runs and writers paced to the merge's progress;
@@ -210,10 +211,15 @@ impl FdTree {
             // how fast they start (lockstep: the flush goes first).
             inner.control.want_flush();
             inner.control.want_merge();
-            for (name, work) in [
+            let mut workers = vec![
                 ("fdtree-flush", Inner::flush_thread as fn(&Inner)),
                 ("fdtree-merge", Inner::merge_thread as fn(&Inner)),
-            ] {
+            ];
+            if !inner.control.lockstep() {
+                // In lockstep the flush thread commits its own runs (`background.rs`).
+                workers.push(("fdtree-commit", Inner::commit_thread as fn(&Inner)));
+            }
+            for (name, work) in workers {
                 let inner = inner.clone();
                 threads.push(
                     std::thread::Builder::new()
