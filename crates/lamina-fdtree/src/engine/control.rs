@@ -261,6 +261,18 @@ impl Control {
         }
     }
 
+    /// Sleeps up to `duration`, less if room is made since `epoch` (or on a failure or a
+    /// stop): the flush spacing's sleeps (`flush_rate.rs`).
+    pub fn sleep_unless_room(&self, epoch: u64, duration: Duration) {
+        let deadline = std::time::Instant::now() + duration;
+        let mut st = self.state.lock();
+        while st.room_epoch == epoch && st.failure.is_none() && !st.stop {
+            if self.cv.wait_until(&mut st, deadline).timed_out() {
+                return;
+            }
+        }
+    }
+
     /// Test hook: writers waiting for room now.
     pub fn room_waiters(&self) -> u32 {
         self.state.lock().room_waiters
@@ -429,5 +441,28 @@ pub fn clone_error(e: &Error) -> Error {
         }
         Error::Closed => Error::Closed,
         other => Error::io("fdtree background failure", std::io::Error::other(other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A flush spacing sleep, however long its schedule says, ends when a run is installed
+    /// (a sleep of 586 ms outlasted the flush it was spacing at 50M keys).
+    #[test]
+    fn a_spacing_sleep_ends_when_room_is_made() {
+        let control = std::sync::Arc::new(Control::default());
+        let epoch = control.room_epoch();
+        let sleeper = control.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            sleeper.sleep_unless_room(epoch, Duration::from_hours(1));
+            let _ = tx.send(());
+        });
+        control.room_made();
+        rx.recv_timeout(Duration::from_mins(1)).expect("the sleep outlasted the install");
+        // Room made before the sleep began: no sleep at all.
+        control.sleep_unless_room(epoch, Duration::from_hours(1));
     }
 }

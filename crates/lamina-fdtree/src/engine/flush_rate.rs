@@ -22,13 +22,21 @@
 //! faster than the allowed rate are never ahead of their slot and never sleep; outside a
 //! flush nobody is slowed.
 //!
+//! The prediction can be wrong, and as the room left shrinks each put's slot grows (its
+//! bytes times the time left over the room left), so one misprediction late in a flush
+//! became one long sleep: 586 ms for a single put in a 50M run (`docs/results/scale.md`,
+//! session 23), longer than the wait for room it replaced. So a spacing sleep ends when
+//! the run is installed (the caller sleeps on the control block's room epoch, as a writer
+//! waiting for room does), and the slots claimed during a flush are forgotten when it
+//! ends, so the next flush's first put does not inherit a slot claimed far ahead.
+//!
 //! Measured in alternated rounds of `lamina bench --experiment scale --ops 3000000
 //! --engines fdtree-fc` (`docs/results/scale.md`, session 20): waits for room 10-20 per run
 //! to 0, insert maximum 70-110 ms to 12-18 ms, at the price of 5-10% of the insert rate and
 //! a higher p99.9 (32 to about 90 us) and p99.99.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A writer sleeps once it is this far ahead of its slot (shorter waits accumulate).
 const SLEEP_MIN_NS: u64 = 25_000;
@@ -116,6 +124,7 @@ impl FlushRate {
     /// The run is installed (`installed`), or its writing failed: writers go at full speed.
     pub fn ended(&self, installed: bool) {
         let started = self.started_ns.swap(0, Ordering::AcqRel);
+        self.schedule.reset();
         if !installed || started == 0 {
             return;
         }
@@ -133,8 +142,9 @@ impl FlushRate {
     }
 
     /// Spaces a put adding `bytes` while a run is written (module doc): `room_bytes` is
-    /// what the active memtable may still take before writers must wait.
-    pub fn slow_down(&self, bytes: u64, room_bytes: u64) {
+    /// what the active memtable may still take before writers must wait; `sleep` sleeps
+    /// at most the given time, less if the run is installed meanwhile.
+    pub fn slow_down(&self, bytes: u64, room_bytes: u64, sleep: impl FnOnce(Duration)) {
         let started = self.started_ns.load(Ordering::Acquire);
         if started == 0 {
             return;
@@ -165,7 +175,7 @@ impl FlushRate {
         };
         let Some(rate) = allowed_rate(progress, room_bytes) else { return };
         let cost_ns = (bytes as f64 / rate * 1e9) as u64;
-        self.schedule.claim(now, cost_ns, SLEEP_MIN_NS);
+        self.schedule.claim(now, cost_ns, SLEEP_MIN_NS, sleep);
     }
 }
 
@@ -196,8 +206,6 @@ fn allowed_rate(progress: Progress, room_bytes: u64) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     fn progress(elapsed_ms: u64, entries: u64, written: u64, last_rate_eps: u64) -> Progress {
@@ -242,7 +250,7 @@ mod tests {
     #[test]
     fn writers_are_slowed_only_while_a_run_is_written() {
         let f = FlushRate::default();
-        f.slow_down(1 << 20, 1 << 20);
+        f.slow_down(1 << 20, 1 << 20, std::thread::sleep);
         assert_eq!(f.schedule.slowed_puts.load(Ordering::Relaxed), 0, "no flush");
         // A flush of 10^6 entries, 5% of them written in at least 1 ms: 19 ms or more
         // left, planned as 28.5 ms; with 64 KiB of room writers may go at most about
@@ -250,11 +258,11 @@ mod tests {
         f.began(1_000_000);
         std::thread::sleep(Duration::from_millis(1));
         f.entries_written().store(50_000, Ordering::Relaxed);
-        f.slow_down(1024, 64 << 10); // the first put takes its slot at once
-        f.slow_down(1024, 64 << 10); // the second is a slot ahead and sleeps
+        f.slow_down(1024, 64 << 10, std::thread::sleep); // the first put takes its slot at once
+        f.slow_down(1024, 64 << 10, std::thread::sleep); // the second is a slot ahead and sleeps
         assert_eq!(f.schedule.slowed_puts.load(Ordering::Relaxed), 1);
         f.ended(false);
-        f.slow_down(1024, 64 << 10);
+        f.slow_down(1024, 64 << 10, std::thread::sleep);
         assert_eq!(f.schedule.slowed_puts.load(Ordering::Relaxed), 1, "the flush ended");
     }
 }

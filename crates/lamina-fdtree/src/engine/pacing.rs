@@ -142,7 +142,7 @@ impl Pacer {
             SLOWDOWN_RATE_MIN
         };
         let cost_ns = (bytes as f64 / rate * 1e9) as u64;
-        self.schedule.claim(now, cost_ns, SLEEP_MIN_NS);
+        self.schedule.claim(now, cost_ns, SLEEP_MIN_NS, std::thread::sleep);
     }
 }
 

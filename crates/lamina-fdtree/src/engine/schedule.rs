@@ -18,9 +18,15 @@ pub(crate) struct Schedule {
 }
 
 impl Schedule {
-    /// Claims a slot of `cost_ns` at `now_ns`; sleeps if the slot starts `sleep_min_ns` or
-    /// more ahead.
-    pub fn claim(&self, now_ns: u64, cost_ns: u64, sleep_min_ns: u64) {
+    /// Claims a slot of `cost_ns` at `now_ns`; sleeps (with `sleep`) if the slot starts
+    /// `sleep_min_ns` or more ahead.
+    pub fn claim(
+        &self,
+        now_ns: u64,
+        cost_ns: u64,
+        sleep_min_ns: u64,
+        sleep: impl FnOnce(Duration),
+    ) {
         let mut slot = self.next_slot_ns.load(Ordering::Relaxed);
         loop {
             let start = slot.max(now_ns);
@@ -39,11 +45,16 @@ impl Schedule {
         }
         let ahead_ns = slot.saturating_sub(now_ns);
         if ahead_ns >= sleep_min_ns {
-            std::thread::sleep(Duration::from_nanos(ahead_ns));
+            sleep(Duration::from_nanos(ahead_ns));
             self.slowed_puts.fetch_add(1, Ordering::Relaxed);
             self.slowed_us.fetch_add(ahead_ns / 1000, Ordering::Relaxed);
             self.slowed_us_max.fetch_max(ahead_ns / 1000, Ordering::Relaxed);
         }
+    }
+
+    /// Forgets the claims made so far: the next claim starts at its own time.
+    pub fn reset(&self) {
+        self.next_slot_ns.store(0, Ordering::Relaxed);
     }
 }
 
@@ -54,14 +65,23 @@ mod tests {
     #[test]
     fn claims_follow_one_another_and_only_a_slot_far_enough_ahead_sleeps() {
         let s = Schedule::default();
-        s.claim(1_000, 50_000, 100_000); // at once; the next slot is at 51,000
-        s.claim(1_000, 60_000, 100_000); // 50 us ahead: no sleep; the next is at 111,000
+        let slept = std::cell::Cell::new(Duration::ZERO);
+        let sleep = |d| slept.set(slept.get() + d);
+        s.claim(1_000, 50_000, 100_000, sleep); // at once; the next slot is at 51,000
+        s.claim(1_000, 60_000, 100_000, sleep); // 50 us ahead: no sleep; the next is at 111,000
         assert_eq!(s.slowed_puts.load(Ordering::Relaxed), 0);
-        s.claim(2_000, 1_000, 100_000); // 109 us ahead: sleeps
+        s.claim(2_000, 1_000, 100_000, sleep); // 109 us ahead: sleeps
+        assert_eq!(slept.get(), Duration::from_micros(109));
         assert_eq!(s.slowed_puts.load(Ordering::Relaxed), 1);
         assert_eq!(s.slowed_us.load(Ordering::Relaxed), 109);
         assert_eq!(s.slowed_us_max.load(Ordering::Relaxed), 109);
-        s.claim(10_000_000, 1_000, 100_000); // a slot in the past starts now
+        s.claim(10_000_000, 1_000, 100_000, sleep); // a slot in the past starts now
         assert_eq!(s.slowed_puts.load(Ordering::Relaxed), 1);
+        // A slot claimed far ahead is forgotten by a reset.
+        s.claim(10_000_000, 1_000_000_000, 100_000, sleep);
+        s.reset();
+        s.claim(10_000_001, 1_000, 100_000, sleep);
+        assert_eq!(s.slowed_puts.load(Ordering::Relaxed), 1);
+        assert_eq!(slept.get(), Duration::from_micros(109));
     }
 }

@@ -204,7 +204,9 @@ impl Inner {
                     let bytes = (key.len() + value_len) as u64 + ENTRY_OVERHEAD_BYTES;
                     self.pacer.slow_down(bytes, self.params.memtable_freeze_bytes());
                     let room = self.params.memtable_bytes_max - (active + frozen);
-                    self.flush_rate.slow_down(bytes, room);
+                    self.flush_rate.slow_down(bytes, room, |d| {
+                        self.control.sleep_unless_room(epoch, d);
+                    });
                 }
                 return Ok(());
             }
