@@ -13,6 +13,12 @@
 //! keys the flush thread, committing the previous run behind the merge's commit lock, left
 //! the active memtable growing to the whole budget, and the writer then waited for a whole
 //! run to be written (session 20). The writer that crosses the freeze threshold freezes it.
+//!
+//! And the flush thread must not wait for a commit: at 50M keys a commit beside a merge
+//! into the bottom level took up to 765 ms, and the memtable the writers froze meanwhile
+//! waited for it (every insert maximum of 60-500 ms, sessions 21-22). A commit thread
+//! commits the runs the flush thread installs; with every commit held, runs are still
+//! written and installed.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -163,7 +169,13 @@ fn key(i: u64) -> [u8; 8] {
 fn gated_tree() -> (Arc<Gate>, Arc<FdTree>) {
     let gate = Arc::new(Gate::default());
     let storage = Arc::new(Gated { inner: MemoryStorage::new(), gate: gate.clone() });
-    let options = FdTreeOptions {
+    let db = Arc::new(FdTree::with_storage(storage, &tiny_options(), true).unwrap());
+    db.set_room_recheck(Duration::from_mins(10));
+    (gate, db)
+}
+
+fn tiny_options() -> FdTreeOptions {
+    FdTreeOptions {
         memory_budget_bytes: 4096,
         block_bytes: 512,
         segment_bytes: 512,
@@ -173,10 +185,7 @@ fn gated_tree() -> (Arc<Gate>, Arc<FdTree>) {
         cache_bytes: 0,
         mode: FcMode::Fc,
         ..FdTreeOptions::default()
-    };
-    let db = Arc::new(FdTree::with_storage(storage, &options, true).unwrap());
-    db.set_room_recheck(Duration::from_mins(10));
-    (gate, db)
+    }
 }
 
 /// A thread putting keys `0..PUTS`, counting them in `puts`.
@@ -245,4 +254,50 @@ fn a_writer_freezes_the_memtable_while_the_flush_thread_is_committing() {
     assert_eq!(found.len() as u64, PUTS);
     db.wait_for_merges().unwrap();
     db.verify().unwrap();
+}
+
+#[test]
+fn runs_are_written_and_installed_while_every_commit_waits() {
+    let gate = Arc::new(Gate::default());
+    let storage = Arc::new(Gated { inner: MemoryStorage::new(), gate: gate.clone() });
+    // Room for many runs in `L_0`: no merge in this test.
+    let options = FdTreeOptions { memory_budget_bytes: 1 << 20, ..tiny_options() };
+    let db = Arc::new(FdTree::open(storage.clone(), &options).unwrap());
+    let mut oracle = BTreeMap::new();
+    let mut put_range = |db: &FdTree, keys: std::ops::Range<u64>| {
+        for i in keys {
+            db.put(&key(i), &i.to_le_bytes()).unwrap();
+            oracle.insert(key(i).to_vec(), i.to_le_bytes().to_vec());
+        }
+    };
+    let runs = |db: &FdTree| db.with_tree(lamina_fdtree::Tree::run_count).unwrap();
+    gate.set(|h| h.commits = true);
+    put_range(&db, 0..100);
+    db.flush().unwrap();
+    // That run is installed; its commit waits at the superblock's sync.
+    let runs_before = runs(&db);
+    for round in 1..=3u64 {
+        put_range(&db, round * 100..round * 100 + 100);
+        let flushing = db.clone();
+        let flushed = std::thread::spawn(move || flushing.flush());
+        // With the flush thread committing, it stays in the first commit: this hangs.
+        wait_until(&format!("flush {round} behind the held commit"), || flushed.is_finished());
+        flushed.join().unwrap().unwrap();
+    }
+    assert_eq!(runs(&db), runs_before + 3, "three more runs installed while commits wait");
+    assert!(!db.with_tree(|t| t.merge_due().is_some() || t.merge_in_progress()).unwrap());
+    let found: BTreeMap<Vec<u8>, Vec<u8>> =
+        db.scan(&KeyRange::all(), 1 << 20).unwrap().into_iter().collect();
+    assert_eq!(found, oracle);
+
+    gate.set(|h| h.commits = false);
+    db.wait_for_merges().unwrap();
+    db.verify().unwrap();
+    db.close().unwrap();
+    drop(db);
+    let db = FdTree::open(storage, &options).unwrap();
+    let found: BTreeMap<Vec<u8>, Vec<u8>> =
+        db.scan(&KeyRange::all(), 1 << 20).unwrap().into_iter().collect();
+    assert_eq!(found, oracle, "after reopening");
+    db.close().unwrap();
 }
