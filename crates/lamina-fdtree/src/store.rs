@@ -93,6 +93,10 @@ pub struct BlockStore {
     value_bytes_max: usize,
     /// Segments read through a map (shared by the clones of the store).
     mapped_reads: Arc<AtomicU64>,
+    /// Set when recovery opened the older superblock commit because the newest one is
+    /// damaged or missing ([`BlockStore::set_older_commit`]): the data that commit names
+    /// may have been freed since, so damage found in it is reported as the superblock's.
+    older_commit_of: Arc<std::sync::OnceLock<PathBuf>>,
 }
 
 impl BlockStore {
@@ -115,6 +119,39 @@ impl BlockStore {
             key_bytes_max: params.key_bytes_max,
             value_bytes_max: params.value_bytes_max,
             mapped_reads: Arc::new(AtomicU64::new(0)),
+            older_commit_of: Arc::default(),
+        }
+    }
+
+    /// Recovery opened the older commit of `superblock` (its newest slot is damaged or was
+    /// cut off). A torn commit leaves the older one intact; but a commit damaged after it
+    /// was made had already let the tree free what the older one names (reclaimed blocks,
+    /// replaced files), so a read of such data fails: [`BlockStore::corruption`] then names
+    /// the superblock, whose damage is the cause.
+    pub fn set_older_commit(&self, superblock: PathBuf) {
+        let _ = self.older_commit_of.set(superblock);
+    }
+
+    /// The superblock whose older commit is open, if recovery had to fall back to it.
+    pub fn older_commit_of(&self) -> Option<&PathBuf> {
+        self.older_commit_of.get()
+    }
+
+    /// `e`, met while opening or reading the older commit recovery fell back to, as the
+    /// superblock's corruption (see [`BlockStore::set_older_commit`]); otherwise `e`.
+    pub fn blame_older_commit(&self, e: Error) -> Error {
+        let Some(superblock) = self.older_commit_of() else { return e };
+        match &e {
+            Error::Corruption { file, .. } if file == superblock => e,
+            Error::Corruption { .. } | Error::Io { .. } => Error::corruption(
+                superblock,
+                0,
+                format!(
+                    "the newest commit is damaged or missing, and the older one names data \
+                     freed since: {e}"
+                ),
+            ),
+            _ => e,
         }
     }
 
@@ -194,11 +231,21 @@ impl BlockStore {
         offset: u64,
         reason: impl Into<String>,
     ) -> Error {
-        Error::corruption(
-            self.storage.path_of(file.name()),
-            u64::from(index) * self.block_bytes as u64 + offset,
-            reason,
-        )
+        let path = self.storage.path_of(file.name());
+        let offset = u64::from(index) * self.block_bytes as u64 + offset;
+        match self.older_commit_of() {
+            Some(superblock) => Error::corruption(
+                superblock,
+                0,
+                format!(
+                    "the newest commit is damaged or missing, and the older one names data \
+                     freed since ({} at offset {offset}: {})",
+                    path.display(),
+                    reason.into()
+                ),
+            ),
+            None => Error::corruption(path, offset, reason),
+        }
     }
 
     /// Runs `f` on the entries of segment `pos` of level file `file_id` (checked: checksum,
@@ -216,7 +263,9 @@ impl BlockStore {
         let addr = SegmentAddr { file: file_id, block: pos.block, offset: pos.offset };
         let at = u64::from(pos.block) * self.block_bytes as u64 + u64::from(pos.offset);
         let len = usize::from(pos.len);
-        let bad = |e: lamina_core::codec::DecodeError| e.at(&self.storage.path_of(file.name()), at);
+        let bad = |e: lamina_core::codec::DecodeError| {
+            self.blame_older_commit(e.at(&self.storage.path_of(file.name()), at))
+        };
         if let Some((map, number)) = mapped
             && let Some(bytes) = map.bytes.get(at, len)
         {

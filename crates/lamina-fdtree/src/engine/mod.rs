@@ -133,8 +133,8 @@ impl FdTree {
         };
         let store = BlockStore::new(storage.clone(), &params);
         let (tree, persist, log, records) = if persistent {
-            let (tree, persist, cleanup) =
-                Tree::recover(params.clone(), store.clone(), must_exist)?;
+            let (tree, persist, cleanup) = Tree::recover(params.clone(), store.clone(), must_exist)
+                .map_err(|e| store.blame_older_commit(e))?;
             let log_buffer = LogOptions { buffer_bytes: LOG_BUFFER_BYTES, ..LogOptions::default() };
             let log_options = SegmentLogOptions {
                 segment_bytes: LOG_SEGMENT_BYTES
@@ -156,7 +156,8 @@ impl FdTree {
             let log =
                 SegmentLog::open_committed(storage.clone(), log_options, tree.applied_seq, |r| {
                     records.push(r);
-                })?;
+                })
+                .map_err(|e| store.blame_older_commit(e))?;
             // Everything is validated: recovery's own changes are made before anything is
             // written (replay may write runs, with ids of removed files).
             cleanup.apply(&storage)?;
@@ -195,7 +196,7 @@ impl FdTree {
         });
         // FD+XM has no background threads: its work is in the writer's call already.
         inner.control.set_lockstep(mode != FcMode::Xm && inner.storage.lockstep());
-        inner.replay(records)?;
+        inner.replay(records).map_err(|e| inner.store.blame_older_commit(e))?;
         if mode != FcMode::Fc && inner.read(|t| Ok(t.fc_resume.is_some()))? {
             // An FD+FC merge in progress, opened with another scheme (the format is
             // shared): it is finished here, before anything else runs.

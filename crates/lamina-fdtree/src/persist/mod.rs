@@ -164,6 +164,16 @@ impl Tree {
             return Ok((tree, Persist { superblock }, RecoveryCleanup::default()));
         };
         let path = superblock.path().to_path_buf();
+        // The newest commit lost: a damaged slot, or (from the third commit on) an empty
+        // one, which held the previous commit or the one after it.
+        let older = superblock.slots().iter().any(|s| match s {
+            SlotState::Damaged { .. } => true,
+            SlotState::Empty => committed.seq >= 2,
+            SlotState::Valid { .. } => false,
+        });
+        if older {
+            tree.store.set_older_commit(path.clone());
+        }
         let m = Manifest::decode(&committed.payload)
             .map_err(|e| Error::corruption(&path, 0, format!("manifest: {e}")))?;
         tree.check_compatible(&m)?;
