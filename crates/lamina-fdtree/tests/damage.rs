@@ -137,22 +137,29 @@ fn clean_image() -> &'static Image {
 /// The workload; then a full merge (an underflow) held after some stages, with progress
 /// records committed and old blocks freed; writes meanwhile (a run of `L_0^new`, and
 /// records only in the log), synced; then a crash.
+/// A tree on `storage` after the workload, with half of its keys deleted by a batch and
+/// the merge that batch makes due held at its first stage; the deleted keys.
+fn a_held_merge_of_deletes(storage: &FaultyStorage) -> (FdTree, Oracle, Vec<Vec<u8>>) {
+    let db = FdTree::open(Arc::new(storage.clone()), &options()).unwrap();
+    let mut oracle = workload(&db);
+    db.hold_merges(true);
+    let mut batch = WriteBatch::new();
+    let doomed: Vec<Vec<u8>> = oracle.keys().step_by(2).cloned().collect();
+    for k in &doomed {
+        batch.delete(k.clone());
+        oracle.remove(k);
+    }
+    db.write_batch(&batch).unwrap();
+    db.flush().unwrap();
+    db.wait_merge_held();
+    (db, oracle, doomed)
+}
+
 fn crash_image() -> &'static Image {
     static IMAGE: OnceLock<Image> = OnceLock::new();
     IMAGE.get_or_init(|| {
         let storage = FaultyStorage::in_memory(FaultPlan::none());
-        let db = FdTree::open(Arc::new(storage.clone()), &options()).unwrap();
-        let mut oracle = workload(&db);
-        db.hold_merges(true);
-        let mut batch = WriteBatch::new();
-        let doomed: Vec<Vec<u8>> = oracle.keys().step_by(2).cloned().collect();
-        for k in &doomed {
-            batch.delete(k.clone());
-            oracle.remove(k);
-        }
-        db.write_batch(&batch).unwrap();
-        db.flush().unwrap();
-        db.wait_merge_held();
+        let (db, mut oracle, doomed) = a_held_merge_of_deletes(&storage);
         let has_progress = || storage.list().unwrap().iter().any(|n| is(n, FileKind::Progress));
         for _ in 0..10 {
             db.step_merge();
@@ -206,18 +213,7 @@ fn newest_commit_frees_image() -> &'static Image {
     static IMAGE: OnceLock<Image> = OnceLock::new();
     IMAGE.get_or_init(|| {
         let storage = FaultyStorage::in_memory(FaultPlan::none());
-        let db = FdTree::open(Arc::new(storage.clone()), &options()).unwrap();
-        let mut oracle = workload(&db);
-        db.hold_merges(true);
-        let mut batch = WriteBatch::new();
-        let doomed: Vec<Vec<u8>> = oracle.keys().step_by(2).cloned().collect();
-        for k in &doomed {
-            batch.delete(k.clone());
-            oracle.remove(k);
-        }
-        db.write_batch(&batch).unwrap();
-        db.flush().unwrap();
-        db.wait_merge_held();
+        let (db, mut oracle, doomed) = a_held_merge_of_deletes(&storage);
         for i in KEYS..KEYS + 40 {
             put(&db, &mut oracle, key(i + 100), value(i, 2));
         }
