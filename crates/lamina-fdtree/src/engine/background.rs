@@ -39,97 +39,82 @@ const RUNS_UNCOMMITTED_MAX: u32 = 4;
 impl Inner {
     /// The flush thread.
     pub fn flush_thread(&self) {
-        mark_background_thread();
-        let run = std::panic::AssertUnwindSafe(|| {
-            loop {
-                let retry = self.control.no_space().is_some().then_some(RETRY_INTERVAL);
+        self.serve(
+            "flush",
+            |retry| {
                 self.flush_stages.enter(FlushStage::Idle);
-                if self.control.next_flush(retry) == Next::Stop {
-                    return;
-                }
-                let result = {
-                    let _span = tracing::debug_span!("fdtree_flush").entered();
-                    self.flush_paced()
-                };
-                if let Err(e) = &result {
-                    tracing::error!(error = %e, "fdtree flush failed");
-                }
-                self.control.background_result(&result);
+                self.control.next_flush(retry)
+            },
+            || {
+                let _span = tracing::debug_span!("fdtree_flush").entered();
+                let result = self.flush_paced();
                 if result.is_ok() && self.read(|t| Ok(t.merge_due().is_some())).unwrap_or(false) {
                     self.control.want_merge();
                 }
-            }
-        });
-        if std::panic::catch_unwind(run).is_err() {
-            tracing::error!("the fdtree flush thread panicked; the tree refuses writes");
-            self.control.fail(&Error::corruption(
-                self.storage.path_of("fdtree"),
-                0,
-                "the flush thread panicked; reopen the tree",
-            ));
-        }
+                result
+            },
+        );
     }
 
     /// The merge thread (FD+DS, FD+FC).
     pub fn merge_thread(&self) {
-        mark_background_thread();
-        let run = std::panic::AssertUnwindSafe(|| {
-            loop {
-                let retry = self.control.no_space().is_some().then_some(RETRY_INTERVAL);
-                if self.control.next_merge(retry) == Next::Stop {
-                    return;
-                }
-                let result = {
-                    let _span = tracing::debug_span!("fdtree_merge").entered();
-                    self.merge_now()
-                };
-                if let Err(e) = &result {
-                    tracing::error!(error = %e, "fdtree merge failed");
-                }
-                self.control.background_result(&result);
-            }
-        });
-        if std::panic::catch_unwind(run).is_err() {
-            // A bug: the tree stays readable; modifications get this error.
-            tracing::error!("the fdtree merge thread panicked; the tree refuses writes");
-            self.control.fail(&Error::corruption(
-                self.storage.path_of("fdtree"),
-                0,
-                "the merge thread panicked; reopen the tree",
-            ));
-        }
+        self.serve(
+            "merge",
+            |retry| self.control.next_merge(retry),
+            || {
+                let _span = tracing::debug_span!("fdtree_merge").entered();
+                self.merge_now()
+            },
+        );
     }
 
     /// The commit thread (FD+DS, FD+FC, outside lockstep): commits the runs the flush thread
     /// installed, whenever it asks (module documentation).
     pub fn commit_thread(&self) {
+        self.serve(
+            "commit",
+            |retry| self.control.next_commit(retry),
+            || {
+                let _span = tracing::debug_span!("fdtree_commit").entered();
+                let start = std::time::Instant::now();
+                let result = self.commit_owed_runs(false);
+                let took_us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+                self.flush_stages.committed(took_us);
+                result
+            },
+        );
+    }
+
+    /// A background thread's life: wait for work (`wait`, given the retry interval while
+    /// the disk is full), do it (`work`), record its outcome (`Control::background_result`),
+    /// until told to stop. A panic is a bug: the tree stays readable and modifications get
+    /// a failure naming the `thread`.
+    fn serve(
+        &self,
+        thread: &str,
+        mut wait: impl FnMut(Option<std::time::Duration>) -> Next,
+        mut work: impl FnMut() -> Result<()>,
+    ) {
         mark_background_thread();
         let run = std::panic::AssertUnwindSafe(|| {
             loop {
                 let retry = self.control.no_space().is_some().then_some(RETRY_INTERVAL);
-                if self.control.next_commit(retry) == Next::Stop {
+                if wait(retry) == Next::Stop {
                     return;
                 }
-                let result = {
-                    let _span = tracing::debug_span!("fdtree_commit").entered();
-                    let start = std::time::Instant::now();
-                    let result = self.commit_owed_runs(false);
-                    let took_us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
-                    self.flush_stages.committed(took_us);
-                    result
-                };
+                let result = work();
                 if let Err(e) = &result {
-                    tracing::error!(error = %e, "fdtree commit failed");
+                    tracing::error!(error = %e, "fdtree {thread} failed");
                 }
                 self.control.background_result(&result);
             }
         });
         if std::panic::catch_unwind(run).is_err() {
-            tracing::error!("the fdtree commit thread panicked; the tree refuses writes");
+            tracing::error!("the fdtree {thread} thread panicked; the tree refuses writes");
             self.control.fail(&Error::corruption(
                 self.storage.path_of("fdtree"),
                 0,
-                "the commit thread panicked; reopen the tree",
+                format!("the {thread} thread panicked; reopen the tree"),
             ));
         }
     }
@@ -165,8 +150,7 @@ impl Inner {
     /// Writes one run out (the frozen memtable, or the active one if a freeze is due);
     /// whether there was one. The flush thread hands the commit to the commit thread
     /// (module documentation). Otherwise the run is committed at once, unless the next
-    /// freeze is
-    /// already due (up to [`RUNS_UNCOMMITTED_MAX`] runs in a row): then the next run is
+    /// freeze is already due (up to [`RUNS_UNCOMMITTED_MAX`] runs in a row): then the next run is
     /// written first and one commit covers both. Nothing is less durable meanwhile: the
     /// runs' records are in the log until a commit names the runs (their files are synced
     /// by that commit, `Tree::unsynced_files`), and the log is truncated only after it. At
