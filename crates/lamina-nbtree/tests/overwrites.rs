@@ -1,7 +1,7 @@
 //! Overwrites of one key: the memtable keeps a replaced entry's bytes in its arena until it
 //! is dropped (`memtable.rs`), so the engine freezes a memtable whose dead bytes reach
-//! sigma as it does one whose live bytes do. Memory stays within three sigma however many
-//! times the key is written, and the newest value is the one read, before and after a
+//! sigma as it does one whose live bytes do. Memory stays within about three sigma however
+//! many times the key is written, and the newest value is the one read, before and after a
 //! reopen.
 
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use lamina_nbtree::{Deamortization, NbTree, NbTreeOptions};
 use lamina_storage::MemoryStorage;
 
 #[test]
-fn overwriting_one_key_keeps_memory_within_three_sigma() {
+fn overwriting_one_key_keeps_memory_within_about_three_sigma() {
     for deamortization in [Deamortization::Foreground, Deamortization::Background] {
         let storage = Arc::new(MemoryStorage::new());
         let options = NbTreeOptions {
@@ -33,9 +33,20 @@ fn overwriting_one_key_keeps_memory_within_three_sigma() {
             db.put(b"the-key", &vec![i as u8; value_bytes as usize]).unwrap();
             memory_max = memory_max.max(db.stats().memory_bytes);
         }
+        // Two memtables (the active one and the frozen one being flushed), each of at most
+        // sigma + sigma / 2 (with background deamortization the active one may overflow by
+        // half while the job before it runs, `engine/work.rs`) and past that limit by the
+        // write that reached it; an entry's memory is its key, its value, their header and
+        // `ENTRY_MEMORY_OVERHEAD_BYTES`. Plus the one-key d-tree's filter and leaf index.
+        // (The bound was three sigma flat, which a writer that reached the overflow limit
+        // while the job still ran exceeded by 2.6 KB: flaky under load.)
+        let entry_memory = value_bytes + 64 + 64;
+        let dtree_memory = 1024;
+        let bound = 2 * (SIGMA_BYTES_MIN + SIGMA_BYTES_MIN / 2 + 2 * entry_memory) + dtree_memory;
         assert!(
-            memory_max <= 3 * SIGMA_BYTES_MIN,
-            "{deamortization:?}: memory reached {memory_max} bytes with sigma {SIGMA_BYTES_MIN}"
+            memory_max <= bound,
+            "{deamortization:?}: memory reached {memory_max} bytes (bound {bound}) with sigma \
+             {SIGMA_BYTES_MIN}"
         );
         let last = vec![(writes - 1) as u8; value_bytes as usize];
         assert_eq!(db.get(b"the-key").unwrap(), Some(last.clone()));

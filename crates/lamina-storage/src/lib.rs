@@ -44,6 +44,7 @@ pub mod freelist;
 pub mod log;
 pub mod memory;
 pub mod overlay;
+pub mod pause;
 pub mod pmem;
 pub mod prefetch;
 pub mod read_map;

@@ -74,6 +74,8 @@ pub(crate) struct Pacer {
     /// Runs whose writing waited for the merge's progress, and how long (`Stats`).
     pub runs_paced: AtomicU64,
     pub paced_us: AtomicU64,
+    /// The one paced writer that may spin instead of sleeping (`lamina_storage::pause`).
+    spin_slot: lamina_storage::pause::SpinSlot,
 }
 
 impl Default for Pacer {
@@ -88,6 +90,7 @@ impl Default for Pacer {
             schedule: super::schedule::Schedule::default(),
             runs_paced: AtomicU64::new(0),
             paced_us: AtomicU64::new(0),
+            spin_slot: lamina_storage::pause::SpinSlot::default(),
         }
     }
 }
@@ -142,7 +145,11 @@ impl Pacer {
             SLOWDOWN_RATE_MIN
         };
         let cost_ns = (bytes as f64 / rate * 1e9) as u64;
-        self.schedule.claim(now, cost_ns, SLEEP_MIN_NS, std::thread::sleep);
+        // Spinning, not asleep (`lamina_storage::pause`): these waits are about
+        // `SLEEP_MIN_NS`, and a sleep that short woke milliseconds late once in a thousand.
+        self.schedule.claim(now, cost_ns, SLEEP_MIN_NS, |d| {
+            lamina_storage::pause::pause_for(d, &self.spin_slot);
+        });
     }
 }
 

@@ -115,6 +115,9 @@ pub struct Inner {
     pub work_ready: Condvar,
     pub context: WriterContext,
     pub counters: Counters,
+    /// The one writer behind schedule that may spin instead of sleeping
+    /// (`Inner::pause_behind`, `lamina_storage::pause`).
+    pub pause_slot: lamina_storage::pause::SpinSlot,
     pub closed: AtomicBool,
     pub stop: AtomicBool,
     /// A failure that leaves the tree unusable (every later call gets it). Set once; read

@@ -190,6 +190,7 @@ impl NbTree {
             work_ready: Condvar::new(),
             context,
             counters: Counters::default(),
+            pause_slot: lamina_storage::pause::SpinSlot::default(),
             closed: std::sync::atomic::AtomicBool::new(false),
             stop: std::sync::atomic::AtomicBool::new(false),
             failure: std::sync::OnceLock::new(),
