@@ -24,7 +24,10 @@
 //! at 10M inserts). So writers slow down before it binds ([`Pacer`], as RocksDB's delayed
 //! writes): within `SLOWDOWN_RUNS` runs of the allowance, each put is spaced to the rate at
 //! which the allowance grows, `RUNS_PACE_SPAN` memtables over the merge's expected length
-//! (`elapsed / f`); the merge thread publishes `f` after every stage.
+//! (`elapsed / f`); the merge thread publishes `f` after every stage. Those waits (about
+//! `SLEEP_MIN_NS` each) spin on the core rather than sleep (`lamina_storage::pause`: a
+//! sleep that short woke milliseconds late once in a thousand; p99.99 367 -> 264 us at 10M,
+//! `docs/results/scale.md`, session 24).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
