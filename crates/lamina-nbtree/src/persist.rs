@@ -203,7 +203,17 @@ pub fn recover(
     let name = manifest_file_name(pointer.number);
     let path = storage.path_of(&name);
     if !storage.exists(&name)? {
-        return Err(Error::corruption(&path, 0, "the manifest the superblock names is missing"));
+        // A commit removes the manifest it replaces: with the other slot damaged, the
+        // superblock fell back to an older commit whose files were replaced since (the
+        // newest commit was lost to damage, not to a crash, which leaves that manifest).
+        let older = superblock.slots().iter().any(|s| matches!(s, SlotState::Damaged { .. }));
+        let reason = if older {
+            "the manifest the superblock names is missing: the superblock's newest commit is \
+             damaged, and the older commit it fell back to names files replaced since"
+        } else {
+            "the manifest the superblock names is missing"
+        };
+        return Err(Error::corruption(&path, 0, reason));
     }
     let bytes = storage.read_all(&name)?;
     if bytes.len() as u64 != pointer.len
