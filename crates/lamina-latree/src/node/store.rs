@@ -30,6 +30,16 @@
 //! (else `Corruption` naming the file and the page's offset); every write gets the next write
 //! sequence number, so the latest copy of a node is the one with the highest.
 //!
+//! **A slot written after the committed state** (copy-on-write): a store opened from a
+//! checkpoint reads, in a slot this process has not written, only pages written before that
+//! checkpoint (write sequence number at most the checkpoint's). Anything newer means the
+//! slot was freed by a later commit and written again, and that commit is gone: the
+//! superblock lost its newest slot to damage (not to a crash, which leaves the older
+//! commit's slots intact) and fell back to the older one. Such a read is `Corruption`, so
+//! the older state is never served over pages of a newer one (`tests/lost_newest_commit.rs`;
+//! the other page of a different node was already caught by the id check, a newer copy of
+//! the same node was not). This process's own writes are known by a bitmap of slots.
+//!
 //! Concurrency: the state (ids, table, sequence numbers) is under one mutex, held across the
 //! I/O of a write (so the table never names a slot whose write has not completed) but not of
 //! a read.
@@ -44,7 +54,7 @@ use lamina_storage::{DeviceProfile, FreeList, OpenMode, Storage, StorageFile};
 use parking_lot::Mutex;
 
 use super::layout::{NodeId, NodeLayout};
-use super::page::{Node, decode_node, encode_node};
+use super::page::{DecodedNode, Node, decode_node, encode_node};
 use super::snapshot::StoreSnapshot;
 use super::table::{NodeTable, Rebuilt, rebuild};
 
@@ -178,6 +188,34 @@ pub(super) struct StoreState {
     pub file: Arc<NodeFile>,
     /// During a relocation (`relocate.rs`): the partition being drained.
     pub draining: Option<super::relocate::Draining>,
+    /// The write sequence number of the checkpoint the store was opened from (0: created).
+    pub opened_write_seq: u64,
+    /// Slots of `file` this process wrote (copy-on-write: reads of the others are checked
+    /// against `opened_write_seq`, module docs).
+    pub written_here: SlotBitmap,
+}
+
+/// A set of slots, one bit each, grown as slots are added.
+#[derive(Debug, Default)]
+pub(super) struct SlotBitmap {
+    words: Vec<u64>,
+}
+
+impl SlotBitmap {
+    fn insert(&mut self, slot: u64) {
+        let word = usize::try_from(slot / 64).expect("slots_max fits in memory");
+        if word >= self.words.len() {
+            self.words.resize(word + 1, 0);
+        }
+        self.words[word] |= 1 << (slot % 64);
+    }
+
+    fn contains(&self, slot: u64) -> bool {
+        usize::try_from(slot / 64)
+            .ok()
+            .and_then(|word| self.words.get(word))
+            .is_some_and(|w| w & (1 << (slot % 64)) != 0)
+    }
 }
 
 /// The file of node pages.
@@ -288,7 +326,16 @@ impl NodeStore {
         let path = storage.path_of(file.name());
         let stats = NodeStoreStats::default();
         let file = Arc::new(NodeFile { file, path });
-        let state = StoreState { ids, table, write_seq, stats, file, draining: None };
+        let state = StoreState {
+            ids,
+            table,
+            write_seq,
+            stats,
+            file,
+            draining: None,
+            opened_write_seq: write_seq,
+            written_here: SlotBitmap::default(),
+        };
         NodeStore { options, state: Mutex::new(state) }
     }
 
@@ -363,16 +410,33 @@ impl NodeStore {
 
     /// Reads node `id`. A missing or damaged page is `Corruption` naming the file and offset.
     pub fn read(&self, id: NodeId) -> Result<Node> {
-        let (file, offset) = {
+        let node_bytes = u64::from(self.options.layout.node_bytes());
+        let (file, offset, write_seq_max) = {
             let mut state = self.state.lock();
-            let Some(found) = self.locate(&state, id) else {
+            let Some((file, offset)) = self.locate(&state, id) else {
                 let reason = format!("{id} is not allocated or never written");
                 return Err(Error::corruption(&state.file.path, 0, reason));
             };
             state.stats.node_reads += 1;
-            found
+            // Module docs: a slot not written here holds a page from before the checkpoint.
+            let unwritten_here = self.options.placement == Placement::CopyOnWrite
+                && Arc::ptr_eq(&file, &state.file)
+                && !state.written_here.contains(offset / node_bytes);
+            (file, offset, unwritten_here.then_some(state.opened_write_seq))
         };
-        read_node_at(&file, offset, id, &self.options.layout)
+        let decoded = read_decoded_at(&file, offset, id, &self.options.layout)?;
+        if let Some(max) = write_seq_max
+            && decoded.write_seq > max
+        {
+            let reason = format!(
+                "{id}'s page was written after the committed state this store was opened from \
+                 (write {} > {max}): a later commit freed and reused the slot, and the \
+                 superblock lost that commit (its newest slot damaged)",
+                decoded.write_seq
+            );
+            return Err(Error::corruption(&file.path, offset, reason));
+        }
+        Ok(decoded.node)
     }
 
     /// Writes `node` as the latest version of `id` (allocated; the node must fit).
@@ -389,6 +453,8 @@ impl NodeStore {
         };
         let write_seq = state.write_seq + 1;
         let page = encode_node(node, id, write_seq, &self.options.layout);
+        // Marked before the write: a failed write leaves the slot unknown, not older.
+        state.written_here.insert(slot);
         state.file.file.write_all_at(slot * node_bytes, &page)?;
         state.write_seq = write_seq;
         state.stats.node_writes += 1;
@@ -460,6 +526,16 @@ pub(super) fn read_node_at(
     id: NodeId,
     layout: &NodeLayout,
 ) -> Result<Node> {
+    Ok(read_decoded_at(file, offset, id, layout)?.node)
+}
+
+/// [`read_node_at`], with the page's header fields.
+fn read_decoded_at(
+    file: &NodeFile,
+    offset: u64,
+    id: NodeId,
+    layout: &NodeLayout,
+) -> Result<DecodedNode> {
     let mut page = vec![0u8; layout.node_bytes() as usize];
     match file.file.read_exact_at(offset, &mut page) {
         Err(e) if io_error_kind(&e) == Some(std::io::ErrorKind::UnexpectedEof) => {
@@ -468,6 +544,5 @@ pub(super) fn read_node_at(
         }
         other => other?,
     }
-    let decoded = decode_node(&page, layout, Some(id)).map_err(|e| e.at(&file.path, offset))?;
-    Ok(decoded.node)
+    decode_node(&page, layout, Some(id)).map_err(|e| e.at(&file.path, offset))
 }

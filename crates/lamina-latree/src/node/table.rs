@@ -9,18 +9,11 @@
 //! consistent tree): slots are reused, but never one the last checkpoint may reach. A node
 //! written since the last [`NodeTable::checkpoint_taken`] ("fresh") is rewritten in its slot;
 //! any other node goes to the lowest free slot (else the head), and its old slot is
-//! *vacated*. Vacated slots wait three steps: at the next checkpoint they move to *awaiting*
-//! (the checkpoint being committed no longer reaches them, but the committed one may); when
-//! that checkpoint is durable ([`NodeTable::commit_durable`]) they are *retiring* (the
-//! superblock's other slot still holds the commit before it, which may reach them, and
-//! which the store opens if the newest commit is found damaged); when the next checkpoint
-//! is durable, which overwrites that older commit, they become free. Without the third step
-//! a newest commit lost to damage made the open fall back to an older one whose slots had
-//! been written again since (`tests/lost_newest_commit.rs`; LMDB likewise never reuses the
-//! pages the previous meta page's tree reaches). A table opened from a checkpoint starts
-//! with every unmapped slot retiring for the same reason ([`NodeTable::into_copy_on_write`]).
-//! Extra invariants: free, vacated, awaiting, retiring and mapped slots are disjoint and
-//! below `head`; every fresh id is mapped.
+//! *vacated*. Vacated slots wait two steps: at the next checkpoint they move to *awaiting*
+//! (the checkpoint being committed no longer reaches them, but the committed one may), and
+//! when that checkpoint is durable ([`NodeTable::commit_durable`]) they become free. Extra
+//! invariants: free, vacated, awaiting and mapped slots are disjoint and below `head`; every
+//! fresh id is mapped.
 //!
 //! The table lives in memory. It is persisted with the store's snapshot (for a checkpoint
 //! through the superblock; encoding below and in `docs/format/latree-node.md`) and can be
@@ -71,11 +64,8 @@ struct SlotReuse {
     fresh: HashSet<NodeId>,
     /// Slots left since the last checkpoint (the committed checkpoint may reach them).
     vacated: Vec<u64>,
-    /// Slots left before the last checkpoint: retiring once it is durable.
+    /// Slots left before the last checkpoint, free once it is durable.
     awaiting: Vec<u64>,
-    /// Slots the durable checkpoint does not reach but the commit before it may: free once
-    /// the next checkpoint is durable.
-    retiring: Vec<u64>,
 }
 
 impl NodeTable {
@@ -90,13 +80,12 @@ impl NodeTable {
     }
 
     /// This table in copy-on-write mode, as a checkpoint records it: every slot below the
-    /// head that no id maps is retiring (nothing in the state the checkpoint describes
-    /// reaches it, but the commit in the superblock's other slot may, module docs), and no
-    /// id is fresh. Takes time and memory in the head.
+    /// head that no id maps is free (in the state the checkpoint describes nothing reaches
+    /// it), and no id is fresh. Takes time and memory in the head.
     pub fn into_copy_on_write(mut self) -> Self {
         let used: HashSet<u64> = self.slots.values().copied().collect();
-        let retiring = (0..self.head).filter(|slot| !used.contains(slot)).collect();
-        self.reuse = Some(SlotReuse { retiring, ..SlotReuse::default() });
+        let free = (0..self.head).filter(|slot| !used.contains(slot)).collect();
+        self.reuse = Some(SlotReuse { free, ..SlotReuse::default() });
         self
     }
 
@@ -130,13 +119,11 @@ impl NodeTable {
         }
     }
 
-    /// The last checkpoint taken is durable (and the commit before the previous one is
-    /// overwritten): the retiring slots are free, the slots awaiting it retiring.
+    /// The last checkpoint taken is durable: the slots awaiting it are free.
     pub fn commit_durable(&mut self) {
         if let Some(reuse) = &mut self.reuse {
-            let retiring = std::mem::take(&mut reuse.retiring);
-            reuse.free.extend(retiring);
-            reuse.retiring = std::mem::take(&mut reuse.awaiting);
+            let awaiting = std::mem::take(&mut reuse.awaiting);
+            reuse.free.extend(awaiting);
         }
     }
 
