@@ -7,6 +7,8 @@
 use std::sync::Arc;
 
 use lamina_core::{Durability, OrderedIndex};
+use lamina_nbtree::engine::OVERFLOW_SIGMA_DIVISOR;
+use lamina_nbtree::memtable::ENTRY_MEMORY_OVERHEAD_BYTES;
 use lamina_nbtree::options::SIGMA_BYTES_MIN;
 use lamina_nbtree::{Deamortization, NbTree, NbTreeOptions};
 use lamina_storage::MemoryStorage;
@@ -40,9 +42,12 @@ fn overwriting_one_key_keeps_memory_within_about_three_sigma() {
         // `ENTRY_MEMORY_OVERHEAD_BYTES`. Plus the one-key d-tree's filter and leaf index.
         // (The bound was three sigma flat, which a writer that reached the overflow limit
         // while the job still ran exceeded by 2.6 KB: flaky under load.)
-        let entry_memory = value_bytes + 64 + 64;
+        let key_and_header_bytes_max = 64;
+        let entry_memory = value_bytes + key_and_header_bytes_max + ENTRY_MEMORY_OVERHEAD_BYTES;
         let dtree_memory = 1024;
-        let bound = 2 * (SIGMA_BYTES_MIN + SIGMA_BYTES_MIN / 2 + 2 * entry_memory) + dtree_memory;
+        let memtable_max =
+            SIGMA_BYTES_MIN + SIGMA_BYTES_MIN / OVERFLOW_SIGMA_DIVISOR + 2 * entry_memory;
+        let bound = 2 * memtable_max + dtree_memory;
         assert!(
             memory_max <= bound,
             "{deamortization:?}: memory reached {memory_max} bytes (bound {bound}) with sigma \

@@ -6,8 +6,8 @@
 //! (the thread that took its core keeps it for a scheduler slice). Writers that are paced
 //! sleep thousands of times per million inserts, so those late wake-ups were the tail of
 //! their latency: nbtree's 10M-insert p99.99 went from 862-881 us to 218-227 us once its
-//! 100 us pauses spun instead, fdtree's from 345-467 us to 239-247 us once its merge pacer's
-//! did (`docs/results/nbtree.md` and `scale.md`, 2026-12-01).
+//! 100 us pauses spun instead, fdtree's from a median of 367 us (7 runs) to 264 us (4 runs)
+//! once its merge pacer's did (`docs/results/nbtree.md` and `scale.md`, 2026-12-01).
 //!
 //! Limits: a spinning writer keeps its core for no longer than it would have slept, and
 //! only one writer per [`SpinSlot`] spins at a time; the others sleep, so that 32 paced

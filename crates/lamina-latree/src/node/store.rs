@@ -190,8 +190,8 @@ pub(super) struct StoreState {
     pub draining: Option<super::relocate::Draining>,
     /// The write sequence number of the checkpoint the store was opened from (0: created).
     pub opened_write_seq: u64,
-    /// Slots of `file` this process wrote (copy-on-write: reads of the others are checked
-    /// against `opened_write_seq`, module docs).
+    /// Slots of `file` this process wrote (kept in copy-on-write placement only, whose reads
+    /// of the other slots are checked against `opened_write_seq`, module docs).
     pub written_here: SlotBitmap,
 }
 
@@ -419,8 +419,8 @@ impl NodeStore {
             };
             state.stats.node_reads += 1;
             // Module docs: a slot not written here holds a page from before the checkpoint.
+            // (Copy-on-write has no draining partition: `file` is `state.file`.)
             let unwritten_here = self.options.placement == Placement::CopyOnWrite
-                && Arc::ptr_eq(&file, &state.file)
                 && !state.written_here.contains(offset / node_bytes);
             (file, offset, unwritten_here.then_some(state.opened_write_seq))
         };
@@ -454,7 +454,9 @@ impl NodeStore {
         let write_seq = state.write_seq + 1;
         let page = encode_node(node, id, write_seq, &self.options.layout);
         // Marked before the write: a failed write leaves the slot unknown, not older.
-        state.written_here.insert(slot);
+        if self.options.placement == Placement::CopyOnWrite {
+            state.written_here.insert(slot);
+        }
         state.file.file.write_all_at(slot * node_bytes, &page)?;
         state.write_seq = write_seq;
         state.stats.node_writes += 1;

@@ -32,6 +32,7 @@ pub use inner::STRIPES;
 use inner::{Counters, Inner, Published, Version, Work};
 pub use work::{
     BACKGROUND_STEP_PAGES, BACKGROUND_WRITE_BATCH_PAGES, HELP_SLACK_PAGES, LOG_CHECKPOINT_SIGMAS,
+    OVERFLOW_SIGMA_DIVISOR,
 };
 
 /// Write buffer of the log.
