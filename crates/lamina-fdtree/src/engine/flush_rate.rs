@@ -17,10 +17,10 @@
 //! `write_run`) once it has done [`PROGRESS_MIN_PPM`] of its entries, before that what the
 //! previous run's rate predicts, plus the previous run's *tail* (from its last entry to
 //! its installation: the run's index and filters, the union filter, the install). A writer
-//! ahead of its slot by [`SLEEP_MIN_NS`] or more sleeps that long: the wait one writer used
-//! to take at once is spread over the run as sleeps of tens of microseconds. Writers no
-//! faster than the allowed rate are never ahead of their slot and never sleep; outside a
-//! flush nobody is slowed.
+//! ahead of its slot by [`SLEEP_MIN_NS`] or more waits that long: the wait one writer used
+//! to take at once is spread over the run as waits of tens of microseconds (spun up to
+//! [`SPIN_MAX`], slept beyond). Writers no faster than the allowed rate are never ahead of
+//! their slot and never wait; outside a flush nobody is slowed.
 //!
 //! The prediction can be wrong, and as the room left shrinks each put's slot grows (its
 //! bytes times the time left over the room left), so one misprediction late in a flush
@@ -38,8 +38,15 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// A writer sleeps once it is this far ahead of its slot (shorter waits accumulate).
+/// A writer waits once it is this far ahead of its slot (shorter waits accumulate).
 const SLEEP_MIN_NS: u64 = 25_000;
+
+/// Spacing waits up to this long spin on the core (`lamina_storage::pause`, one writer at a
+/// time) instead of sleeping: a sleep wakes the kernel's 50 us timer slack late or more,
+/// so a wait of 25-35 us asleep took 80 us and up, and the 2,000-3,000 of them per 10M
+/// inserts were part of the p99.99 (`docs/results/scale.md`, session 25). Longer waits
+/// sleep, as spinning through them took the cores from the flush they wait for (session 24).
+pub const SPIN_MAX: Duration = Duration::from_micros(60);
 
 /// Progress (parts per million of the entries) from which the flush's own rate is used.
 const PROGRESS_MIN_PPM: u64 = 50_000;

@@ -24,10 +24,13 @@
 //! at 10M inserts). So writers slow down before it binds ([`Pacer`], as RocksDB's delayed
 //! writes): within `SLOWDOWN_RUNS` runs of the allowance, each put is spaced to the rate at
 //! which the allowance grows, `RUNS_PACE_SPAN` memtables over the merge's expected length
-//! (`elapsed / f`); the merge thread publishes `f` after every stage. Those waits (about
-//! `SLEEP_MIN_NS` each) spin on the core rather than sleep (`lamina_storage::pause`: a
-//! sleep that short woke milliseconds late once in a thousand; p99.99 367 -> 264 us at 10M,
-//! `docs/results/scale.md`, session 24).
+//! (`elapsed / f`); the merge thread publishes `f` after every stage. Those waits spin on
+//! the core rather than sleep (`lamina_storage::pause`: a sleep that short woke
+//! milliseconds late once in a thousand; p99.99 367 -> 264 us at 10M, session 24), and
+//! each is about [`WAIT_MIN_NS`], 40 us: the same total wait in more, shorter pieces.
+//! At 200 us each, about 10,000 paced puts per 10M inserts (0.1%) made the p99.99 the
+//! pause itself (204-212 us); at 40 us the paced puts are 0.4-0.7% of them and the p99.99
+//! fell to 105-157 us (`docs/results/scale.md`, session 25).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -55,8 +58,9 @@ pub const SLOWDOWN_RUNS: usize = 3;
 /// that has not reported progress yet does not stop them.
 const SLOWDOWN_RATE_MIN: f64 = 2.0 * 1024.0 * 1024.0;
 
-/// A writer sleeps once it is this far ahead of its slot (shorter waits accumulate).
-const SLEEP_MIN_NS: u64 = 200_000;
+/// A writer waits once it is this far ahead of its slot (shorter waits accumulate): the
+/// wait a paced put adds to its latency (module doc).
+pub const WAIT_MIN_NS: u64 = 40_000;
 
 /// Fixed-point scale of the published progress.
 const PROGRESS_SCALE: f64 = 1_000_000.0;
@@ -77,8 +81,9 @@ pub(crate) struct Pacer {
     /// Runs whose writing waited for the merge's progress, and how long (`Stats`).
     pub runs_paced: AtomicU64,
     pub paced_us: AtomicU64,
-    /// The one paced writer that may spin instead of sleeping (`lamina_storage::pause`).
-    spin_slot: lamina_storage::pause::SpinSlot,
+    /// The one paced writer that may spin instead of sleeping (`lamina_storage::pause`);
+    /// the flush spacing's short waits (`flush_rate::SPIN_MAX`) take it too.
+    pub spin_slot: lamina_storage::pause::SpinSlot,
 }
 
 impl Default for Pacer {
@@ -149,8 +154,8 @@ impl Pacer {
         };
         let cost_ns = (bytes as f64 / rate * 1e9) as u64;
         // Spinning, not asleep (`lamina_storage::pause`): these waits are about
-        // `SLEEP_MIN_NS`, and a sleep that short woke milliseconds late once in a thousand.
-        self.schedule.claim(now, cost_ns, SLEEP_MIN_NS, |d| {
+        // `WAIT_MIN_NS`, and a sleep that short woke milliseconds late once in a thousand.
+        self.schedule.claim(now, cost_ns, WAIT_MIN_NS, |d| {
             lamina_storage::pause::pause_for(d, &self.spin_slot);
         });
     }

@@ -205,7 +205,11 @@ impl Inner {
                     self.pacer.slow_down(bytes, self.params.memtable_freeze_bytes());
                     let room = self.params.memtable_bytes_max - (active + frozen);
                     self.flush_rate.slow_down(bytes, room, |d| {
-                        self.control.sleep_unless_room(epoch, d);
+                        if d <= super::flush_rate::SPIN_MAX {
+                            lamina_storage::pause::pause_for(d, &self.pacer.spin_slot);
+                        } else {
+                            self.control.sleep_unless_room(epoch, d);
+                        }
                     });
                 }
                 return Ok(());
