@@ -2,22 +2,17 @@
 //! turn): the engine goes on (a failed log sync excepted, which is sticky), the next
 //! checkpoint commits, and nothing acknowledged is lost, through a close or a crash.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use lamina_core::{Durability, OpenIntent, OrderedIndex};
-use lamina_latree::engine::CHECKPOINT_LOG_BYTES_MAX;
+use lamina_core::{OpenIntent, OrderedIndex};
 use lamina_latree::{LaTreeEngine, LaTreeEngineOptions};
-use lamina_storage::{DeviceProfile, FailKind, FaultPlan, FaultyStorage};
+use lamina_storage::{FailKind, FaultPlan, FaultyStorage};
 
 fn options(intent: OpenIntent) -> LaTreeEngineOptions {
-    let mut options = LaTreeEngineOptions::for_device(DeviceProfile::ssd_msp7525());
-    options.tree.buffer_entries_max = 64;
-    options.tree.memory_bytes = 256 << 10;
-    options.durability = Durability::Sync;
-    options.intent = intent;
-    options.checkpoint_log_bytes = CHECKPOINT_LOG_BYTES_MAX; // only explicit checkpoints
-    options
+    common::explicit_checkpoint_options(64, intent)
 }
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;

@@ -8,14 +8,16 @@
 //! synced mark leaves; with the mark in place it is `Corruption` (`docs/format/log.md`,
 //! "Synced mark").
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use lamina_core::{Durability, Error, KeyRange, OpenIntent, OrderedIndex};
-use lamina_latree::engine::{CHECKPOINT_LOG_BYTES_MAX, LOG_FILE_PREFIX, SUPERBLOCK_FILE};
+use lamina_core::{Error, KeyRange, OpenIntent, OrderedIndex};
+use lamina_latree::engine::{LOG_FILE_PREFIX, SUPERBLOCK_FILE};
 use lamina_latree::tree::{BUFFER_FILE, NODE_FILE};
 use lamina_latree::{LaTreeEngine, LaTreeEngineOptions};
-use lamina_storage::{DeviceProfile, MemoryStorage, OpenMode, Storage};
+use lamina_storage::{MemoryStorage, OpenMode, Storage};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 /// Writes in order.
@@ -28,12 +30,7 @@ type Pick = Box<dyn Fn(&str) -> bool>;
 type Damage = Box<dyn Fn(&Arc<dyn Storage>)>;
 
 fn options(intent: OpenIntent, side_file: bool) -> LaTreeEngineOptions {
-    let mut options = LaTreeEngineOptions::for_device(DeviceProfile::ssd_msp7525());
-    options.tree.buffer_entries_max = 256;
-    options.tree.memory_bytes = 256 << 10;
-    options.durability = Durability::Sync;
-    options.intent = intent;
-    options.checkpoint_log_bytes = CHECKPOINT_LOG_BYTES_MAX;
+    let mut options = common::explicit_checkpoint_options(256, intent);
     if side_file {
         options.checkpoint_inline_bytes_max = 0;
     }

@@ -6,16 +6,16 @@
 //! must be `Corruption`, or the data must be exactly every acknowledged write: never a
 //! silently different database.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use lamina_core::{Durability, Error, KeyRange, OpenIntent, OrderedIndex};
-use lamina_latree::engine::{
-    CHECKPOINT_LOG_BYTES_MAX, LOG_FILE_PREFIX, SUPERBLOCK_BYTES, SUPERBLOCK_FILE,
-};
+use lamina_core::{Error, KeyRange, OpenIntent, OrderedIndex};
+use lamina_latree::engine::{LOG_FILE_PREFIX, SUPERBLOCK_BYTES, SUPERBLOCK_FILE};
 use lamina_latree::tree::NODE_FILE;
 use lamina_latree::{LaTreeEngine, LaTreeEngineOptions};
-use lamina_storage::{DeviceProfile, MemoryStorage, OpenMode, Storage};
+use lamina_storage::{MemoryStorage, OpenMode, Storage};
 
 /// The superblock's slot size (`docs/format/superblock.md`: slot `i` is block `i`).
 const SLOT_BYTES: u64 = SUPERBLOCK_BYTES as u64;
@@ -24,13 +24,7 @@ const KEYS: u32 = 3000;
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn options(intent: OpenIntent) -> LaTreeEngineOptions {
-    let mut options = LaTreeEngineOptions::for_device(DeviceProfile::ssd_msp7525());
-    options.tree.buffer_entries_max = 256;
-    options.tree.memory_bytes = 256 << 10;
-    options.durability = Durability::Sync;
-    options.intent = intent;
-    options.checkpoint_log_bytes = CHECKPOINT_LOG_BYTES_MAX;
-    options
+    common::explicit_checkpoint_options(256, intent)
 }
 
 fn key(i: u32) -> Vec<u8> {
