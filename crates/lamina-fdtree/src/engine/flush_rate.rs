@@ -44,8 +44,10 @@ const SLEEP_MIN_NS: u64 = 25_000;
 /// Spacing waits up to this long spin on the core (`lamina_storage::pause`, one writer at a
 /// time) instead of sleeping: a sleep wakes the kernel's 50 us timer slack late or more,
 /// so a wait of 25-35 us asleep took 80 us and up, and the 2,000-3,000 of them per 10M
-/// inserts were part of the p99.99 (`docs/results/scale.md`, session 25). Longer waits
-/// sleep, as spinning through them took the cores from the flush they wait for (session 24).
+/// inserts were part of the p99.99 (`docs/results/scale.md`, session 25). A spun wait does
+/// not end early at the run's install as a sleep does, which at 60 us costs nothing. Longer
+/// waits sleep, as spinning through them took the cores from the flush they wait for
+/// (session 24).
 pub const SPIN_MAX: Duration = Duration::from_micros(60);
 
 /// Progress (parts per million of the entries) from which the flush's own rate is used.

@@ -29,8 +29,8 @@
 //! milliseconds late once in a thousand; p99.99 367 -> 264 us at 10M, session 24), and
 //! each is about [`WAIT_MIN_NS`], 40 us: the same total wait in more, shorter pieces.
 //! At 200 us each, about 10,000 paced puts per 10M inserts (0.1%) made the p99.99 the
-//! pause itself (204-212 us); at 40 us the paced puts are 0.4-0.7% of them and the p99.99
-//! fell to 105-157 us (`docs/results/scale.md`, session 25).
+//! pause itself (203-223 us in four runs); at 40 us the paced puts are 0.4-0.7% of them
+//! and the p99.99 was 121-186 us (`docs/results/scale.md`, session 25).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -60,7 +60,7 @@ const SLOWDOWN_RATE_MIN: f64 = 2.0 * 1024.0 * 1024.0;
 
 /// A writer waits once it is this far ahead of its slot (shorter waits accumulate): the
 /// wait a paced put adds to its latency (module doc).
-pub const WAIT_MIN_NS: u64 = 40_000;
+const WAIT_MIN_NS: u64 = 40_000;
 
 /// Fixed-point scale of the published progress.
 const PROGRESS_SCALE: f64 = 1_000_000.0;
