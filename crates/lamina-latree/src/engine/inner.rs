@@ -2,10 +2,13 @@
 //!
 //! The paper's tree is single-threaded; the engine serializes it. Invariants:
 //!
-//! 1. **One tree lock** (`state`, a readers-writer lock). Every operation that may change
-//!    the tree — puts, deletes, compare-and-swap, batches, *and lookups* (ADAPT's registers
-//!    change and an emptying may run inside a lookup, `LaTree::get` takes `&mut`) — holds it
-//!    exclusively. Range scans (`LaTree::range` takes `&self`, no ADAPT) hold it shared.
+//! 1. **One tree lock** (`state`, a readers-writer lock). Every operation that changes the
+//!    tree — puts, deletes, compare-and-swap, batches, and a lookup's emptying — holds it
+//!    exclusively. Lookups and range scans hold it shared: a lookup's walk
+//!    (`LaTree::lookup_pass`, `&self`) changes only ADAPT's registers, under their own
+//!    mutex, and the node cache, under its own; when ADAPT decides to empty a buffer the
+//!    lookup releases the shared lock and takes it exclusively (`LaTree::get_after_pass`,
+//!    which first checks the buffer is still on the key's path).
 //! 2. **Log order = apply order.** A modification is appended to the group-commit log and
 //!    applied to the tree under the exclusive tree lock, so records are numbered in the order
 //!    the tree applies them and `State::applied_seq` is the last record in the tree.
@@ -13,8 +16,8 @@
 //!    short linger instead of `Sync`; a `Sync` write calls `SegmentLog::sync` only after
 //!    releasing the lock, so concurrent writers share one sync.
 //! 4. **No lookup misses an entry moving between buffers.** Emptying (a buffer's entries
-//!    moving to the next buffers or the leaves) only runs inside a tree operation, under the
-//!    exclusive lock; a scan (shared lock) never overlaps one.
+//!    moving to the next buffers or the leaves) only runs under the exclusive lock; a lookup
+//!    or scan (shared lock) never overlaps one.
 //! 5. **Arguments are checked before any lock is taken**, against the tree's own key and
 //!    value limits: a refused call changes nothing and logs nothing.
 //! 6. **A checkpoint holds the tree lock only to write.** `LaTree::checkpoint_unsynced`
@@ -27,8 +30,9 @@
 //!    One checkpoint at a time (`checkpointing`). The background thread takes one when
 //!    `checkpoint_log_bytes` were logged; writers only wake it. `close`'s last checkpoint
 //!    holds the lock throughout.
-//! 7. **Lock order:** `checkpointing`, then `state`, then `durable`. The log has its own
-//!    locks and never calls back into the engine.
+//! 7. **Lock order:** `checkpointing`, then `state`, then `durable`; inside the tree, the
+//!    ADAPT map's and the node cache's mutexes are leaves (held for no I/O but the cache's
+//!    evictions). The log has its own locks and never calls back into the engine.
 //! 8. **A failure that may leave the tree half-changed is sticky**: an error from the tree
 //!    after the log append (e.g. an I/O error in the middle of an emptying) or from a sync
 //!    refuses every later call; the log holds every acknowledged write for the next open. A

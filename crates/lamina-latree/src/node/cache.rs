@@ -93,6 +93,14 @@ struct CacheState {
 }
 
 impl CacheState {
+    /// The cached `id`, counted as a hit and made most recently used.
+    fn hit(&mut self, id: NodeId) -> Option<Arc<Node>> {
+        let node = Arc::clone(&self.nodes.get(&id)?.node);
+        self.stats.hits += 1;
+        self.touch(id);
+        Some(node)
+    }
+
     fn touch(&mut self, id: NodeId) {
         self.tick += 1;
         let tick = self.tick;
@@ -136,15 +144,21 @@ impl NodeCache {
     }
 
     /// Node `id`, from memory or read from the store.
+    ///
+    /// A miss reads the store without holding the cache's lock, so lookups that share the
+    /// tree (the engine's shared tree lock) read nodes in parallel. That is sound because a
+    /// node is changed or freed only under exclusive access to the tree: while `id` is read,
+    /// other callers at most write back other, cached nodes as they evict them. If another
+    /// caller cached `id` meanwhile, its copy (the same node) is the one kept.
     pub fn get(&self, id: NodeId) -> Result<Arc<Node>> {
-        let mut state = self.state.lock();
-        if let Some(cached) = state.nodes.get(&id) {
-            let node = Arc::clone(&cached.node);
-            state.stats.hits += 1;
-            state.touch(id);
+        if let Some(node) = self.state.lock().hit(id) {
             return Ok(node);
         }
         let node = Arc::new(self.store.read(id)?);
+        let mut state = self.state.lock();
+        if let Some(cached) = state.hit(id) {
+            return Ok(cached);
+        }
         state.stats.misses += 1;
         self.make_room(&mut state, id, node.memory_bytes())?;
         state.insert(id, Arc::clone(&node), false);

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use lamina_core::Result;
 use lamina_storage::Storage;
+use parking_lot::Mutex;
 
 use super::options::LaTreeOptions;
 use super::reclaim::{Partitions, ReclaimCounters, Retired, Spare};
@@ -89,8 +90,14 @@ pub struct LaTree {
     pub(super) root_level: u8,
     pub(super) next_seq: u64,
     pub(super) next_buffer: u64,
-    pub(super) adapt: HashMap<BufferId, AdaptState>,
+    /// ADAPT's state per buffer, behind its own lock: a lookup with shared access to the
+    /// tree ([`LaTree::lookup_pass`]) updates the registers of the buffers it passes.
+    pub(super) adapt: Mutex<HashMap<BufferId, AdaptState>>,
     pub(super) counters: TreeCounters,
+    /// Buffers taken for emptying so far ([`LaTree::take_buffer`]): only an emptying moves
+    /// entries between buffers or changes the tree's shape, so a root-to-node path seen when
+    /// this was `n` still holds while it is `n` ([`super::ops::EmptyWish`]).
+    pub(super) buffers_taken: u64,
     /// The active partition and the other one (`reclaim.rs`).
     pub(super) partitions: Partitions,
     /// Set while a reclamation empties every buffer: every buffered node empties.
@@ -151,8 +158,9 @@ impl LaTree {
             root_level: 0,
             next_seq: 1,
             next_buffer: 1,
-            adapt: HashMap::new(),
+            adapt: Mutex::new(HashMap::new()),
             counters: TreeCounters::default(),
+            buffers_taken: 0,
             partitions,
             force_empty: false,
             checkpoint_in_flight: false,
@@ -229,10 +237,16 @@ impl LaTree {
         id
     }
 
-    pub(super) fn adapt_state(&mut self, buffer: BufferId) -> &mut AdaptState {
+    /// Runs `f` on `buffer`'s ADAPT state (created on first use).
+    pub(super) fn with_adapt<R>(
+        &self,
+        buffer: BufferId,
+        f: impl FnOnce(&mut AdaptState) -> R,
+    ) -> R {
         let options =
             AdaptOptions { registers_max: REGISTERS_MAX, savings_rule: self.options.savings_rule };
-        self.adapt.entry(buffer).or_insert_with(|| AdaptState::with_options(options))
+        let mut adapt = self.adapt.lock();
+        f(adapt.entry(buffer).or_insert_with(|| AdaptState::with_options(options)))
     }
 
     /// Entries in `buffer`.
@@ -244,7 +258,8 @@ impl LaTree {
     pub(super) fn take_buffer(&mut self, buffer: BufferId) -> Result<Vec<BufferEntry>> {
         let entries = self.pool.sorted_entries(pool_id(buffer))?.collect::<Result<Vec<_>>>()?;
         self.pool.forget(pool_id(buffer));
-        self.adapt.remove(&buffer);
+        self.adapt.get_mut().remove(&buffer);
+        self.buffers_taken += 1;
         Ok(entries)
     }
 

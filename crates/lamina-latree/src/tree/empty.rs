@@ -35,7 +35,8 @@ impl LaTree {
                 let limit = self.options.buffer_entries_max;
                 // A reclamation empties every buffer (`reclaim.rs`), without ADAPT.
                 if !self.force_empty
-                    && let Decision::NotEmpty = self.adapt_state(buffer).on_update(after, limit)
+                    && let Decision::NotEmpty =
+                        self.with_adapt(buffer, |a| a.on_update(after, limit))
                 {
                     self.append_batch(buffer, entries)?;
                     return Ok(Pieces::single(id));

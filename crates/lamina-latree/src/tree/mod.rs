@@ -20,6 +20,7 @@ pub use self::core::{
 };
 pub use checkpoint::{CHECKPOINT_FORMAT_VERSION, CheckpointShape, ROOT_LEVEL_MAX, TreeCheckpoint};
 pub use checkpoint_files::CheckpointFiles;
+pub use ops::{EmptyWish, LookupPass};
 pub use options::{
     BUFFER_ENTRIES_MAX, LEVELS_PER_BUFFER_MAX, LaTreeOptions, NODE_CACHE_EXTRA_BYTES_MAX,
     PARTITION_BYTES_DEFAULT, PARTITION_BYTES_MAX, PARTITION_BYTES_MIN,

@@ -17,6 +17,29 @@ use crate::buffer::{BufferEntry, BufferOp};
 use crate::cost::{SubtreeKind, SubtreeStats};
 use crate::node::{BufferId, InnerNode, Node, NodeId};
 
+/// Where one walk of a lookup ([`LaTree::lookup_pass`]) ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LookupPass {
+    /// The answer: the newest entry of the key on its way from the root (a buffer higher
+    /// up is newer than one below, any buffer entry newer than the leaf).
+    Found(Option<Vec<u8>>),
+    /// ADAPT decided to empty a buffer on the way before scanning it.
+    Empty(EmptyWish),
+}
+
+/// A lookup's wish to empty a buffer, taken by [`LaTree::get_after_pass`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmptyWish {
+    /// The root-to-node path at the time of the walk; its last node carries `buffer`.
+    pub path: Vec<NodeId>,
+    /// The buffer to empty.
+    pub buffer: BufferId,
+    /// Buffers emptied in the tree's life before the walk: if any was emptied since, the
+    /// path may be stale and the wish is dropped (ADAPT asks again at a later lookup if
+    /// the buffer still deserves it).
+    pub buffers_taken: u64,
+}
+
 impl LaTree {
     /// Inserts or overwrites `key` (refused, changing nothing, if the key or value is over
     /// the tree's limits).
@@ -51,7 +74,7 @@ impl LaTree {
         self.pool.append(super::core::pool_id(buffer), entry)?;
         let entries = self.buffer_len(buffer);
         let limit = self.options.buffer_entries_max;
-        if let Decision::Empty(_) = self.adapt_state(buffer).on_update(entries, limit) {
+        if let Decision::Empty(_) = self.with_adapt(buffer, |a| a.on_update(entries, limit)) {
             let pieces = self.empty_node(root)?;
             self.finish_root(pieces)?;
         }
@@ -61,45 +84,76 @@ impl LaTree {
     /// The value of `key`, if present. (A lookup may empty buffers, so it may reclaim
     /// the partition afterwards, `reclaim.rs`.)
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let found = self.lookup(key)?;
+        let found = self.lookup(key, Vec::new())?;
         self.reclaim_if_due()?;
         Ok(found)
     }
 
-    fn lookup(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        // Buffers already offered to ADAPT in this lookup (a restart after an emptying does
-        // not count the lookup twice for them).
-        let mut consulted: Vec<BufferId> = Vec::new();
-        'restart: loop {
-            let mut path = Vec::new();
-            let mut id = self.root;
-            loop {
-                // The cached node itself, not a copy (a lookup changes no node).
-                let node = self.nodes.get(id)?;
-                let inner = match &*node {
-                    Node::Leaf(leaf) => return Ok(leaf.get(key).map(<[u8]>::to_vec)),
-                    Node::Inner(inner) => inner,
-                };
-                path.push(id);
-                if let Some(buffer) = inner.buffer {
-                    if !consulted.contains(&buffer) {
-                        consulted.push(buffer);
-                        let (stats, kind) = self.subtree_stats(inner, buffer);
-                        let costs = self.cost.lookup_costs(&stats, kind);
-                        if let Decision::Empty(_) = self.adapt_state(buffer).on_lookup(costs) {
-                            self.empty_on_path(&path)?;
-                            continue 'restart;
-                        }
-                    }
-                    if let Some(found) = self.pool.find(super::core::pool_id(buffer), key)? {
-                        return Ok(match found.op() {
-                            BufferOp::Put(value) => Some(value.clone()),
-                            BufferOp::Delete => None,
-                        });
+    /// Finishes a lookup whose [`LaTree::lookup_pass`] (under shared access) ended in
+    /// [`LookupPass::Empty`]: empties the buffer if no buffer was emptied since the walk
+    /// (so its path still holds; another call may have emptied that very buffer meanwhile),
+    /// then looks up again without offering the lookup to ADAPT a second time for the
+    /// buffers in `consulted`.
+    pub fn get_after_pass(
+        &mut self,
+        key: &[u8],
+        wish: &EmptyWish,
+        consulted: Vec<BufferId>,
+    ) -> Result<Option<Vec<u8>>> {
+        if wish.buffers_taken == self.buffers_taken {
+            self.empty_on_path(&wish.path)?;
+        }
+        let found = self.lookup(key, consulted)?;
+        self.reclaim_if_due()?;
+        Ok(found)
+    }
+
+    fn lookup(&mut self, key: &[u8], mut consulted: Vec<BufferId>) -> Result<Option<Vec<u8>>> {
+        loop {
+            match self.lookup_pass(key, &mut consulted)? {
+                LookupPass::Found(found) => return Ok(found),
+                LookupPass::Empty(wish) => self.empty_on_path(&wish.path)?,
+            }
+        }
+    }
+
+    /// One walk of a lookup from the root, changing nothing but ADAPT's registers (so it
+    /// needs only shared access to the tree; the engine runs it under its shared lock). At
+    /// each buffered node not yet in `consulted` ADAPT's `on_lookup` gets the scan and
+    /// emptying costs; if it decides to empty, the walk stops with the path to that node
+    /// (the caller empties it and walks again). Buffers offered to ADAPT are added to
+    /// `consulted`, so a walk after an emptying does not count the lookup twice for them.
+    pub fn lookup_pass(&self, key: &[u8], consulted: &mut Vec<BufferId>) -> Result<LookupPass> {
+        let mut path = Vec::new();
+        let mut id = self.root;
+        loop {
+            // The cached node itself, not a copy (a lookup changes no node).
+            let node = self.nodes.get(id)?;
+            let inner = match &*node {
+                Node::Leaf(leaf) => {
+                    return Ok(LookupPass::Found(leaf.get(key).map(<[u8]>::to_vec)));
+                }
+                Node::Inner(inner) => inner,
+            };
+            path.push(id);
+            if let Some(buffer) = inner.buffer {
+                if !consulted.contains(&buffer) {
+                    consulted.push(buffer);
+                    let (stats, kind) = self.subtree_stats(inner, buffer);
+                    let costs = self.cost.lookup_costs(&stats, kind);
+                    if let Decision::Empty(_) = self.with_adapt(buffer, |a| a.on_lookup(costs)) {
+                        let buffers_taken = self.buffers_taken;
+                        return Ok(LookupPass::Empty(EmptyWish { path, buffer, buffers_taken }));
                     }
                 }
-                id = inner.child_for(key);
+                if let Some(found) = self.pool.find(super::core::pool_id(buffer), key)? {
+                    return Ok(LookupPass::Found(match found.op() {
+                        BufferOp::Put(value) => Some(value.clone()),
+                        BufferOp::Delete => None,
+                    }));
+                }
             }
+            id = inner.child_for(key);
         }
     }
 
