@@ -247,3 +247,33 @@ fn a_node_id_must_be_allocated_before_it_is_put() {
     let cache = cache_of(store(&MemoryStorage::new(), Placement::InPlace), 10);
     let _ = cache.put(NodeId(3), leaf(1));
 }
+
+/// `write_back_some` (a checkpoint's write-back ahead of the tree lock) writes at most the
+/// nodes asked, each dirty node once; the written ones are clean and read back from the
+/// store as they were; a node put again after its write-back is dirty again.
+#[test]
+fn write_back_some_writes_at_most_the_nodes_asked() {
+    let storage = MemoryStorage::new();
+    let cache = cache_of(store(&storage, Placement::CopyOnWrite), 100);
+    let ids: Vec<NodeId> = (0..10u8)
+        .map(|i| {
+            let id = cache.allocate().unwrap();
+            cache.put(id, leaf(i)).unwrap();
+            id
+        })
+        .collect();
+    assert_eq!(cache.stats().dirty_nodes, 10);
+    assert_eq!(cache.write_back_some(4).unwrap(), 4);
+    assert_eq!(cache.stats().dirty_nodes, 6);
+    assert_eq!(cache.store().stats().node_writes, 4);
+    assert_eq!(cache.write_back_some(100).unwrap(), 6);
+    assert_eq!(cache.write_back_some(100).unwrap(), 0, "nothing dirty is left");
+    assert_eq!(cache.store().stats().node_writes, 10, "each node written once");
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(cache.store().read(id).unwrap(), leaf(i as u8), "node {id}");
+    }
+    cache.put(ids[3], leaf(33)).unwrap();
+    assert_eq!(cache.stats().dirty_nodes, 1);
+    assert_eq!(cache.write_back_some(8).unwrap(), 1);
+    assert_eq!(cache.store().read(ids[3]).unwrap(), leaf(33));
+}

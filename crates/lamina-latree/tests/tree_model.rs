@@ -2,7 +2,9 @@
 //! nodes with a small `U`, so emptyings, splits, merges and buffer splits happen constantly;
 //! `verify()` after every step. Memory backend, `nand-toshiba` and `ssd-msp7525` profiles.
 //! The unbuffered tree (`buffered = false`, engine `latree-btree`, a plain B+tree) runs the
-//! same model; its `verify()` also checks that no buffer exists.
+//! same model; its `verify()` also checks that no buffer exists. So does the tree with root
+//! draining (`drain_root`, the engine's setting: a root emptying handed down one child per
+//! update, `tree/drain.rs`), lookups and scans meeting the batch half handed down.
 
 use std::collections::BTreeMap;
 
@@ -32,6 +34,12 @@ fn options(device: DeviceProfile, k: u8, u: u64, rule: SavingsRule) -> LaTreeOpt
 fn unbuffered(device: DeviceProfile) -> LaTreeOptions {
     let mut options = options(device, 2, 6, SavingsRule::Paper);
     options.buffered = false;
+    options
+}
+
+/// The engine's setting: root emptyings drained one child per update.
+fn draining(mut options: LaTreeOptions) -> LaTreeOptions {
+    options.drain_root = true;
     options
 }
 
@@ -144,6 +152,25 @@ proptest! {
     }
 
     #[test]
+    fn draining_nand_k2_matches_the_oracle(ops in prop::collection::vec(op(300), 1..400)) {
+        let options = draining(options(DeviceProfile::nand_toshiba(), 2, 6, SavingsRule::Paper));
+        let _ = run(options, &ops);
+    }
+
+    #[test]
+    fn draining_ssd_k2_shrinking_matches_the_oracle(ops in grow_then_shrink(300, 1..300)) {
+        let options = draining(options(DeviceProfile::ssd_msp7525(), 2, 24, SavingsRule::Paper));
+        let _ = run(options, &ops);
+    }
+
+    #[test]
+    fn draining_host_k2_matches_the_oracle(ops in prop::collection::vec(op(300), 1..400)) {
+        // Free scans: ADAPT never empties at a lookup, so batches drain step by step.
+        let options = draining(options(DeviceProfile::host(), 2, 24, SavingsRule::Paper));
+        let _ = run(options, &ops);
+    }
+
+    #[test]
     fn ssd_k3_few_keys_matches_the_oracle(ops in prop::collection::vec(op(40), 1..400)) {
         let _ = run(options(DeviceProfile::ssd_msp7525(), 3, 4, SavingsRule::Paper), &ops);
     }
@@ -177,6 +204,12 @@ proptest! {
     fn nand_k1_break_even_matches_the_oracle(ops in grow_then_shrink(2000, 1000..3000)) {
         let _ = run(options(DeviceProfile::nand_toshiba(), 1, 8, SavingsRule::BreakEven), &ops);
     }
+
+    #[test]
+    fn draining_nand_k1_break_even_matches_the_oracle(ops in grow_then_shrink(2000, 1000..3000)) {
+        let options = draining(options(DeviceProfile::nand_toshiba(), 1, 8, SavingsRule::BreakEven));
+        let _ = run(options, &ops);
+    }
 }
 
 #[test]
@@ -207,4 +240,17 @@ fn a_long_sequence_grows_and_shrinks_the_unbuffered_tree() {
     assert!(counters.splits > 100 && counters.merges > 100, "{counters:?}");
     assert_eq!(counters.emptyings, 0, "{counters:?}");
     assert_eq!(tree.buffer_pool().stats().store.units_written, 0);
+}
+
+/// Root emptyings drained over the updates after them (`tree/drain.rs`): many steps, the
+/// tree still grows and shrinks, and some drainings are cut short (a root that must split or
+/// shrink, a lookup's emptying) into whole emptyings.
+#[test]
+fn a_long_sequence_drains_root_emptyings_step_by_step() {
+    let ops = long_sequence();
+    let options = draining(options(DeviceProfile::host(), 2, 64, SavingsRule::Paper));
+    let tree = run(options, &ops);
+    let counters = tree.counters();
+    assert!(counters.drain_steps > 200, "{counters:?}");
+    assert!(counters.grows >= 2 && counters.splits > 100 && counters.merges > 100, "{counters:?}");
 }

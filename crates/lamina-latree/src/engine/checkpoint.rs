@@ -7,20 +7,62 @@ use lamina_core::{Error, Result};
 
 use super::inner::{Inner, State};
 
+/// Dirty nodes a checkpoint writes back ahead per hold of the node cache's lock.
+const WRITE_BACK_AHEAD_NODES: usize = 32;
+
+/// How long a checkpoint waits, at a time, for the updates to finish a draining.
+const DRAIN_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Waits for a draining before the checkpoint finishes it itself (about 0.2 s).
+const DRAIN_WAITS_MAX: u32 = 200;
+
 impl Inner {
+    /// Writes the node cache's dirty nodes back without the tree lock, a few at a time
+    /// (`NodeCache::write_back_some`), so that `checkpoint_unsynced` under the exclusive
+    /// lock writes back only what was dirtied meanwhile. At most as many as were dirty when
+    /// it began: writers dirtying nodes as fast never keep it going.
+    fn write_back_ahead(&self) -> Result<()> {
+        let dirty = usize::try_from(self.node_cache.stats().dirty_nodes).unwrap_or(usize::MAX);
+        let mut written = 0;
+        while written < dirty {
+            let now = self.node_cache.write_back_some(WRITE_BACK_AHEAD_NODES)?;
+            if now == 0 {
+                break;
+            }
+            written += now;
+        }
+        Ok(())
+    }
+
     /// Takes a checkpoint now (a volatile tree has nothing to checkpoint), holding the tree
     /// lock only to write (invariant 6): the tree's writes are issued under it, the syncs
     /// and the superblock commit run without it (writers go on meanwhile), and
     /// `LaTree::checkpoint_committed` runs under it again. One checkpoint at a time.
-    pub fn checkpoint(&self) -> Result<()> {
+    /// `wait_for_draining` (the background checkpointer): a root draining in progress is
+    /// left to the updates for a while (bounded) rather than finished whole under the lock.
+    pub fn checkpoint(&self, wait_for_draining: bool) -> Result<()> {
         let Some(log) = &self.log else { return self.check_open() };
         let _one = self.checkpointing.lock();
-        let (checkpoint, files, applied_seq, logged_bytes) = {
+        self.write_back_ahead()?;
+        let mut drain_waits = 0;
+        let (checkpoint, files, applied_seq, logged_bytes) = loop {
             let mut guard = self.state.write();
             self.check_failed()?;
             let state = guard.as_mut().ok_or(Error::Closed)?;
+            if wait_for_draining
+                && state.tree.draining_entries() > 0
+                && drain_waits < DRAIN_WAITS_MAX
+            {
+                // A checkpoint holds no draining batch (`tree/drain.rs`): the updates
+                // finish it a child at a time; the checkpoint finishes it whole only after
+                // `DRAIN_WAITS_MAX` waits (no updates coming).
+                drop(guard);
+                drain_waits += 1;
+                std::thread::sleep(DRAIN_WAIT);
+                continue;
+            }
             let (checkpoint, files) = state.tree.checkpoint_unsynced()?;
-            (checkpoint, files, state.applied_seq, state.logged_bytes)
+            break (checkpoint, files, state.applied_seq, state.logged_bytes);
         };
         files.sync()?;
         // The superblock must never name a record the log does not hold after a crash.
@@ -113,7 +155,7 @@ pub fn background(inner: &Inner) {
         // A sticky failure is recorded by `checkpoint_locked` (writers report it); any other
         // is retried when the next write finds the checkpoint still due.
         let _span = tracing::debug_span!("latree_checkpoint").entered();
-        if let Err(e) = inner.checkpoint() {
+        if let Err(e) = inner.checkpoint(true) {
             tracing::error!(error = %e, "latree background checkpoint failed");
         }
     }

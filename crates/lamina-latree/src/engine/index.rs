@@ -136,12 +136,14 @@ impl LaTreeEngine {
         )?;
         let persistent = log.is_some();
         let logged_bytes = state.logged_bytes;
+        let node_cache = state.tree.node_cache_handle();
         let inner = Arc::new(Inner {
             options: options.clone(),
             layout,
             storage,
             log,
             state: RwLock::new(Some(state)),
+            node_cache,
             durable: Mutex::new(durable),
             checkpointing: Mutex::new(()),
             wake: Mutex::new(Wake::default()),
@@ -168,7 +170,7 @@ impl LaTreeEngine {
     /// Takes a checkpoint now (persistent trees; tests and tools).
     pub fn checkpoint(&self) -> Result<()> {
         self.inner.check_open()?;
-        self.inner.checkpoint()
+        self.inner.checkpoint(false)
     }
 
     /// Checks every invariant of the tree (`LaTree::verify`).

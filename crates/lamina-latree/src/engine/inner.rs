@@ -20,7 +20,11 @@
 //!    or scan (shared lock) never overlaps one.
 //! 5. **Arguments are checked before any lock is taken**, against the tree's own key and
 //!    value limits: a refused call changes nothing and logs nothing.
-//! 6. **A checkpoint holds the tree lock only to write.** `LaTree::checkpoint_unsynced`
+//! 6. **A checkpoint holds the tree lock only to write.** First, without the tree lock, it
+//!    writes the node cache's dirty nodes back a few at a time (`node_cache`, shared; the
+//!    cache's own lock serializes this with the tree's operations, as an eviction would),
+//!    and waits (briefly, bounded) for the updates to finish a root draining
+//!    (`tree/drain.rs`). Then `LaTree::checkpoint_unsynced`
 //!    (the pool's tails and dirty nodes written, the checkpoint and `applied_seq` taken)
 //!    runs under the exclusive lock; the tree files' syncs, the log's sync and the
 //!    superblock commit run without it, so writers go on meanwhile; then
@@ -91,6 +95,9 @@ pub struct Inner {
     /// The log (`None`: a volatile tree).
     pub log: Option<SegmentLog>,
     pub state: RwLock<Option<State>>,
+    /// The tree's node cache, shared: a checkpoint writes dirty nodes back through it before
+    /// taking the tree lock (invariant 6).
+    pub node_cache: Arc<crate::node::NodeCache>,
     /// The superblock (`None`: a volatile tree). Taken while holding `state` or not.
     pub durable: Mutex<Option<Durable>>,
     /// Held through a whole checkpoint (one at a time); taken before `state`.

@@ -52,6 +52,8 @@ impl LaTreeEngineOptions {
     /// with smaller nodes opens with lower limits in `tree`).
     pub fn for_device(device: DeviceProfile) -> Self {
         let mut tree = LaTreeOptions::for_device(device);
+        // A root emptying is spread over the updates that follow (`tree/drain.rs`).
+        tree.drain_root = true;
         tree.key_bytes_max = KEY_BYTES_MAX;
         tree.value_bytes_max = VALUE_BYTES_MAX;
         tree.node_bytes =

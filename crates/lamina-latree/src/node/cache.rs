@@ -217,6 +217,31 @@ impl NodeCache {
         Ok(())
     }
 
+    /// Writes back up to `nodes_max` dirty nodes (ascending id among those picked) without
+    /// syncing; returns how many. The cache's lock is held only for these, so the tree's
+    /// operations go on between calls: a checkpoint writes most dirty nodes back this way
+    /// before it takes the tree lock (the engine's `checkpoint`). Writing a node back is what
+    /// an eviction does at any moment, so any moment is safe. On an error the nodes not yet
+    /// written stay dirty.
+    pub fn write_back_some(&self, nodes_max: usize) -> Result<usize> {
+        let mut state = self.state.lock();
+        let mut dirty: Vec<NodeId> = state
+            .nodes
+            .iter()
+            .filter(|(_, c)| c.dirty)
+            .map(|(&id, _)| id)
+            .take(nodes_max)
+            .collect();
+        dirty.sort_unstable();
+        for &id in &dirty {
+            let cached = state.nodes.get_mut(&id).expect("listed above");
+            self.store.write(id, &cached.node)?;
+            cached.dirty = false;
+            state.stats.write_backs += 1;
+        }
+        Ok(dirty.len())
+    }
+
     /// Counters.
     pub fn stats(&self) -> NodeCacheStats {
         let state = self.state.lock();

@@ -272,6 +272,8 @@ impl LaTree {
                 source: std::io::Error::other("a reclamation failed earlier: the tree is unusable"),
             });
         }
+        // A checkpoint holds no draining batch (`drain.rs`, invariant 3).
+        self.finish_draining()?;
         self.pool.write_tails()?;
         self.nodes.write_back()?;
         let nodes = self.nodes.store().checkpoint();

@@ -69,6 +69,8 @@ pub struct TreeCounters {
     pub entries_emptied: u64,
     /// The largest buffer emptied, in entries.
     pub emptied_entries_max: u64,
+    /// Drain steps (`drain.rs`): one child's share of a root emptying handed down.
+    pub drain_steps: u64,
     /// Emptyings of the root's buffer (included in `emptyings`).
     pub root_emptyings: u64,
     /// Entries of the root buffers emptied (included in `entries_emptied`).
@@ -82,7 +84,9 @@ pub struct TreeCounters {
 pub struct LaTree {
     pub(super) options: LaTreeOptions,
     pub(super) layout: NodeLayout,
-    pub(super) nodes: NodeCache,
+    /// Shared with the engine's checkpointer, which writes dirty nodes back ahead of a
+    /// checkpoint ([`NodeCache::write_back_some`]).
+    pub(super) nodes: Arc<NodeCache>,
     pub(super) pool: BufferPool,
     pub(super) cost: CostModel,
     pub(super) root: NodeId,
@@ -94,10 +98,13 @@ pub struct LaTree {
     /// tree ([`LaTree::lookup_pass`]) updates the registers of the buffers it passes.
     pub(super) adapt: Mutex<HashMap<BufferId, AdaptState>>,
     pub(super) counters: TreeCounters,
-    /// Buffers taken for emptying so far ([`LaTree::take_buffer`]): only an emptying moves
-    /// entries between buffers or changes the tree's shape, so a root-to-node path seen when
-    /// this was `n` still holds while it is `n` ([`super::ops::EmptyWish`]).
+    /// Buffers taken for emptying so far ([`LaTree::take_buffer`]), and drain steps
+    /// (`drain.rs`): only these move entries between buffers or change the tree's shape, so
+    /// a root-to-node path seen when this was `n` still holds while it is `n`
+    /// ([`super::ops::EmptyWish`]).
     pub(super) buffers_taken: u64,
+    /// The root buffer's entries being handed down, one child at a time (`drain.rs`).
+    pub(super) draining: Option<super::drain::Draining>,
     /// The active partition and the other one (`reclaim.rs`).
     pub(super) partitions: Partitions,
     /// Set while a reclamation empties every buffer: every buffered node empties.
@@ -139,7 +146,7 @@ impl LaTree {
         // The extra bytes are cache only: the pool keeps the paper's share of `memory_bytes`.
         cache_options.budget_bytes =
             cache_options.budget_bytes.saturating_add(options.node_cache_extra_bytes);
-        let nodes = NodeCache::new(store, cache_options);
+        let nodes = Arc::new(NodeCache::new(store, cache_options));
         let pool = BufferPool::new(buffers, pool_bytes)?;
         let (_, fanout) = layout.fanout_for(options.key_bytes_max, 0);
         let shape = TreeShape {
@@ -161,6 +168,7 @@ impl LaTree {
             adapt: Mutex::new(HashMap::new()),
             counters: TreeCounters::default(),
             buffers_taken: 0,
+            draining: None,
             partitions,
             force_empty: false,
             checkpoint_in_flight: false,
@@ -185,6 +193,12 @@ impl LaTree {
     /// The node cache (its store's counters are the node I/O).
     pub fn node_cache(&self) -> &NodeCache {
         &self.nodes
+    }
+
+    /// The node cache, to share: its own lock guards it, so another thread may write its
+    /// dirty nodes back while the tree goes on ([`NodeCache::write_back_some`]).
+    pub fn node_cache_handle(&self) -> Arc<NodeCache> {
+        Arc::clone(&self.nodes)
     }
 
     /// The buffer pool (its store's counters are the buffer I/O).

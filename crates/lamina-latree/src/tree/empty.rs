@@ -46,9 +46,9 @@ impl LaTree {
                 if !all.is_empty() {
                     self.count_emptying(id, all.len());
                 }
-                self.pass_through(id, &node, all)
+                self.pass_through(id, &node, all, false)
             }
-            None => self.pass_through(id, &node, entries),
+            None => self.pass_through(id, &node, entries, false),
         }
     }
 
@@ -58,12 +58,16 @@ impl LaTree {
         let node = self.peek(id)?;
         let buffer = node.as_inner().and_then(|inner| inner.buffer);
         let buffer = buffer.expect("only buffered nodes are emptied");
-        let entries = self.take_buffer(buffer)?;
+        let mut entries = self.take_buffer(buffer)?;
+        if id == self.root {
+            // A draining batch goes down with the root's buffer (`drain.rs`, invariant 3).
+            entries = self.with_draining_left(entries);
+        }
         self.count_emptying(id, entries.len());
-        self.pass_through(id, &node, entries)
+        self.pass_through(id, &node, entries, false)
     }
 
-    fn count_emptying(&mut self, id: NodeId, entries: usize) {
+    pub(super) fn count_emptying(&mut self, id: NodeId, entries: usize) {
         let entries = entries as u64;
         let counters = &mut self.counters;
         counters.emptyings += 1;
@@ -75,15 +79,17 @@ impl LaTree {
         }
     }
 
-    /// Distributes `entries` to the children of inner node `id` (`node`, its cached version)
-    /// in key order, puts their pieces in place, rebalances the children left underfull and
-    /// finishes the node. The node is copied only if it changes (an unbuffered update passes
-    /// through inner nodes that stay as they are).
+    /// Distributes `entries` to the children of inner node `id` (`node`, its cached version,
+    /// or with `unwritten` a changed version not yet written) in key order, puts their pieces
+    /// in place, rebalances the children left underfull and finishes the node. The node is
+    /// copied only if it changes (an unbuffered update passes through inner nodes that stay
+    /// as they are).
     pub(super) fn pass_through(
         &mut self,
         id: NodeId,
         node: &Node,
         entries: Vec<BufferEntry>,
+        unwritten: bool,
     ) -> Result<Pieces> {
         let Node::Inner(inner) = node else { unreachable!("{id} is an inner node") };
         let mut inner = Cow::Borrowed(inner);
@@ -119,7 +125,7 @@ impl LaTree {
             touched.push(child);
         }
         changed |= self.fix_underfull(&mut inner, &touched)?;
-        if !changed {
+        if !changed && !unwritten {
             // Neither split nor rebalanced below: the node on flash is still right (a B+tree
             // update writes only the nodes it changes; emptying keeps the buffer's id).
             return Ok(Pieces::single(id));

@@ -6,6 +6,7 @@
 mod checkpoint;
 mod checkpoint_files;
 mod core;
+mod drain;
 mod empty;
 mod ops;
 mod options;

@@ -75,8 +75,16 @@ impl LaTree {
         let entries = self.buffer_len(buffer);
         let limit = self.options.buffer_entries_max;
         if let Decision::Empty(_) = self.with_adapt(buffer, |a| a.on_update(entries, limit)) {
-            let pieces = self.empty_node(root)?;
-            self.finish_root(pieces)?;
+            if self.options.drain_root && self.draining.is_none() {
+                self.start_draining()?;
+            } else {
+                // With a draining still going (rare: it takes about a root fanout of
+                // updates), the batch goes down with the buffer (`drain.rs`, invariant 3).
+                let pieces = self.empty_node(root)?;
+                self.finish_root(pieces)?;
+            }
+        } else {
+            self.drain_step()?;
         }
         self.reclaim_if_due()
     }
@@ -100,7 +108,11 @@ impl LaTree {
         wish: &EmptyWish,
         consulted: Vec<BufferId>,
     ) -> Result<Option<Vec<u8>>> {
-        if wish.buffers_taken == self.buffers_taken {
+        if self.draining.is_some() {
+            // The root changes under a draining only through it (`drain.rs`, invariant 3):
+            // finished first; the wish is dropped (its path may be stale now).
+            self.finish_draining()?;
+        } else if wish.buffers_taken == self.buffers_taken {
             self.empty_on_path(&wish.path)?;
         }
         let found = self.lookup(key, consulted)?;
@@ -112,6 +124,8 @@ impl LaTree {
         loop {
             match self.lookup_pass(key, &mut consulted)? {
                 LookupPass::Found(found) => return Ok(found),
+                // A draining is finished first (`drain.rs`, invariant 3), dropping the wish.
+                LookupPass::Empty(_) if self.draining.is_some() => self.finish_draining()?,
                 LookupPass::Empty(wish) => self.empty_on_path(&wish.path)?,
             }
         }
@@ -152,6 +166,15 @@ impl LaTree {
                         BufferOp::Delete => None,
                     }));
                 }
+            }
+            // The root's draining batch: older than its buffer, newer than the child.
+            if path.len() == 1
+                && let Some(found) = self.draining_find(key)
+            {
+                return Ok(LookupPass::Found(match found.op() {
+                    BufferOp::Put(value) => Some(value.clone()),
+                    BufferOp::Delete => None,
+                }));
             }
             id = inner.child_for(key);
         }

@@ -67,6 +67,10 @@ pub struct LaTreeOptions {
     /// than `max(partition_bytes, 2 * live bytes)`. Not part of the file format: it may
     /// change between opens.
     pub partition_bytes: u64,
+    /// Whether a root emptying triggered by an update is spread over the updates that
+    /// follow, one child of the root per update (`drain.rs`; an adaptation, off by default:
+    /// the paper's experiments empty in one go). The engine turns it on.
+    pub drain_root: bool,
 }
 
 impl LaTreeOptions {
@@ -91,6 +95,7 @@ impl LaTreeOptions {
             buffered: true,
             crash_consistent: true,
             partition_bytes: PARTITION_BYTES_DEFAULT,
+            drain_root: false,
         }
     }
 

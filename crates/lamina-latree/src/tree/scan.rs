@@ -10,7 +10,7 @@ use std::ops::Bound;
 use lamina_core::Result;
 
 use super::core::{LaTree, pool_id};
-use crate::buffer::BufferOp;
+use crate::buffer::{BufferEntry, BufferOp};
 use crate::node::{Node, NodeId};
 
 /// Most entries one scan returns.
@@ -77,18 +77,18 @@ impl LaTree {
                 Ok(final_.live >= limit)
             }
             Node::Inner(inner) => {
+                if id == self.root
+                    && let Some(draining) = &self.draining
+                {
+                    // The root's draining batch (`drain.rs`), resolved by seq like a buffer.
+                    for entry in draining.left().iter().filter(|e| in_range(e.key())) {
+                        resolve(resolved, entry);
+                    }
+                }
                 if let Some(buffer) = inner.buffer {
                     for entry in self.pool.read(pool_id(buffer))?.newest_first() {
-                        if !in_range(entry.key()) {
-                            continue;
-                        }
-                        let value = match entry.op() {
-                            BufferOp::Put(value) => Some(value.clone()),
-                            BufferOp::Delete => None,
-                        };
-                        let slot = resolved.entry(entry.key().to_vec()).or_insert((0, None));
-                        if entry.seq() > slot.0 {
-                            *slot = (entry.seq(), value);
+                        if in_range(entry.key()) {
+                            resolve(resolved, entry);
                         }
                     }
                 }
@@ -105,5 +105,17 @@ impl LaTree {
                 Ok(false)
             }
         }
+    }
+}
+
+/// Records `entry` for its key unless a newer one was met.
+fn resolve(resolved: &mut Resolved, entry: &BufferEntry) {
+    let value = match entry.op() {
+        BufferOp::Put(value) => Some(value.clone()),
+        BufferOp::Delete => None,
+    };
+    let slot = resolved.entry(entry.key().to_vec()).or_insert((0, None));
+    if entry.seq() > slot.0 {
+        *slot = (entry.seq(), value);
     }
 }

@@ -27,9 +27,10 @@ pub struct TreeStats {
     pub leaf_entries: u64,
     /// Buffers named by nodes.
     pub buffers: u64,
-    /// Entries in those buffers.
+    /// Entries in those buffers, and in the root's draining batch (`drain.rs`).
     pub buffer_entries: u64,
-    /// Entries in the buffers of each level (index: level).
+    /// Entries in the buffers of each level (index: level), the draining batch's at the
+    /// root's.
     pub buffer_entries_per_level: [u64; HEIGHT_MAX as usize],
 }
 
@@ -69,6 +70,23 @@ impl LaTree {
         {
             let reason = "an unbuffered tree (latree-btree) holds a buffer";
             return Err(Error::corruption(NODE_FILE, 0, reason));
+        }
+        if let Some(draining) = &self.draining {
+            // `drain.rs`, invariant 1: a sorted, non-empty batch under a buffered root.
+            let left = draining.left();
+            let buffered_root =
+                self.peek(self.root)?.as_inner().is_some_and(|i| i.buffer.is_some());
+            if left.is_empty() || !buffered_root {
+                return Err(broken(
+                    self.root,
+                    "a draining batch that is empty or not under a buffered root",
+                ));
+            }
+            if !left.is_sorted_by(|a, b| a.cmp_key_seq(b).is_le()) {
+                return Err(broken(self.root, "the draining batch is not sorted by key and seq"));
+            }
+            walk.stats.buffer_entries += left.len() as u64;
+            walk.stats.buffer_entries_per_level[usize::from(root_level)] += left.len() as u64;
         }
         for buffer in self.pool.buffer_ids() {
             if !walk.buffers.contains(&BufferId(buffer.0)) {
