@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use lamina_core::{KeyRange, OrderedIndex};
 use lamina_fdtree::{FcMode, FdTree, FdTreeOptions};
-use lamina_storage::{MemoryStorage, OpenMode, Storage, StorageFile};
+use lamina_storage::{FileOp, Hook, HookedStorage, MemoryStorage};
 use parking_lot::{Condvar, Mutex};
 
 /// How long a step may take before it counts as a hang.
@@ -45,12 +45,6 @@ struct Holds {
     commits: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Write,
-    Sync,
-}
-
 #[derive(Debug, Default)]
 struct Gate {
     holds: Mutex<Holds>,
@@ -63,13 +57,14 @@ impl Gate {
         self.cv.notify_all();
     }
 
-    fn pass(&self, name: &str, op: Op) {
+    fn pass(&self, name: &str, op: FileOp) {
         let mut holds = self.holds.lock();
         loop {
             let tree_file = name.starts_with("fd-");
             let held = match op {
-                Op::Write => tree_file && holds.run_writes,
-                Op::Sync => {
+                FileOp::Read => false,
+                FileOp::Write => tree_file && holds.run_writes,
+                FileOp::Sync => {
                     (tree_file && holds.run_syncs) || (name == "fdtree.super" && holds.commits)
                 }
             };
@@ -78,76 +73,6 @@ impl Gate {
             }
             self.cv.wait(&mut holds);
         }
-    }
-}
-
-/// A memory storage whose writes and syncs wait at the gate.
-#[derive(Debug)]
-struct Gated {
-    inner: MemoryStorage,
-    gate: Arc<Gate>,
-}
-
-#[derive(Debug)]
-struct GatedFile {
-    inner: Arc<dyn StorageFile>,
-    gate: Arc<Gate>,
-}
-
-impl Storage for Gated {
-    fn open(&self, name: &str, mode: OpenMode) -> lamina_core::Result<Arc<dyn StorageFile>> {
-        let inner = self.inner.open(name, mode)?;
-        Ok(Arc::new(GatedFile { inner, gate: self.gate.clone() }))
-    }
-    fn remove(&self, name: &str) -> lamina_core::Result<()> {
-        self.inner.remove(name)
-    }
-    fn rename(&self, from: &str, to: &str) -> lamina_core::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn list(&self) -> lamina_core::Result<Vec<String>> {
-        self.inner.list()
-    }
-    fn exists(&self, name: &str) -> lamina_core::Result<bool> {
-        self.inner.exists(name)
-    }
-    fn sync_dir(&self) -> lamina_core::Result<()> {
-        self.inner.sync_dir()
-    }
-    fn io_stats(&self) -> lamina_core::IoStats {
-        self.inner.io_stats()
-    }
-    fn path_of(&self, name: &str) -> std::path::PathBuf {
-        self.inner.path_of(name)
-    }
-}
-
-impl StorageFile for GatedFile {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> lamina_core::Result<()> {
-        self.inner.read_exact_at(offset, buf)
-    }
-    fn write_all_at(&self, offset: u64, data: &[u8]) -> lamina_core::Result<()> {
-        self.gate.pass(self.name(), Op::Write);
-        self.inner.write_all_at(offset, data)
-    }
-    fn len(&self) -> lamina_core::Result<u64> {
-        self.inner.len()
-    }
-    fn set_len(&self, len: u64) -> lamina_core::Result<()> {
-        self.inner.set_len(len)
-    }
-    fn sync_data(&self) -> lamina_core::Result<()> {
-        self.gate.pass(self.name(), Op::Sync);
-        self.inner.sync_data()
-    }
-    fn punch_hole(&self, offset: u64, len: u64) -> lamina_core::Result<()> {
-        self.inner.punch_hole(offset, len)
-    }
-    fn allocated_bytes(&self) -> lamina_core::Result<u64> {
-        self.inner.allocated_bytes()
     }
 }
 
@@ -164,11 +89,18 @@ fn key(i: u64) -> [u8; 8] {
     i.to_be_bytes()
 }
 
+/// A memory storage whose writes and syncs wait at the gate.
+fn gated_storage(gate: &Arc<Gate>) -> Arc<HookedStorage> {
+    let gate = gate.clone();
+    let hook: Hook = Arc::new(move |name, op| gate.pass(name, op));
+    Arc::new(HookedStorage::new(Arc::new(MemoryStorage::new()), hook))
+}
+
 /// A small FD+FC tree on gated storage whose writers look for room again only when woken
 /// (a 10-minute recheck).
 fn gated_tree() -> (Arc<Gate>, Arc<FdTree>) {
     let gate = Arc::new(Gate::default());
-    let storage = Arc::new(Gated { inner: MemoryStorage::new(), gate: gate.clone() });
+    let storage = gated_storage(&gate);
     let db = Arc::new(FdTree::with_storage(storage, &tiny_options(), true).unwrap());
     db.set_room_recheck(Duration::from_mins(10));
     (gate, db)
@@ -259,7 +191,7 @@ fn a_writer_freezes_the_memtable_while_the_flush_thread_is_committing() {
 #[test]
 fn runs_are_written_and_installed_while_every_commit_waits() {
     let gate = Arc::new(Gate::default());
-    let storage = Arc::new(Gated { inner: MemoryStorage::new(), gate: gate.clone() });
+    let storage = gated_storage(&gate);
     // Room for many runs in `L_0`: no merge in this test.
     let options = FdTreeOptions { memory_budget_bytes: 1 << 20, ..tiny_options() };
     let db = Arc::new(FdTree::open(storage.clone(), &options).unwrap());

@@ -15,7 +15,7 @@ use lamina_core::{OpenIntent, OrderedIndex};
 use lamina_latree::node::{BufferId, NodeLayout};
 use lamina_latree::tree::{EmptyWish, LaTree, LaTreeOptions, LookupPass, NODE_FILE};
 use lamina_latree::{LaTreeEngine, LaTreeEngineOptions};
-use lamina_storage::{DeviceProfile, MemoryStorage, OpenMode, Storage, StorageFile};
+use lamina_storage::{DeviceProfile, FileOp, Hook, HookedStorage, MemoryStorage, Storage};
 use parking_lot::{Condvar, Mutex};
 
 /// How long the second lookup may take before the test calls it blocked (it takes
@@ -62,75 +62,6 @@ impl Gate {
     }
 }
 
-/// A memory storage whose node-file reads wait at the gate.
-#[derive(Debug)]
-struct Gated {
-    inner: MemoryStorage,
-    gate: Arc<Gate>,
-}
-
-#[derive(Debug)]
-struct GatedFile {
-    inner: Arc<dyn StorageFile>,
-    gate: Arc<Gate>,
-}
-
-impl Storage for Gated {
-    fn open(&self, name: &str, mode: OpenMode) -> lamina_core::Result<Arc<dyn StorageFile>> {
-        let inner = self.inner.open(name, mode)?;
-        Ok(Arc::new(GatedFile { inner, gate: self.gate.clone() }))
-    }
-    fn remove(&self, name: &str) -> lamina_core::Result<()> {
-        self.inner.remove(name)
-    }
-    fn rename(&self, from: &str, to: &str) -> lamina_core::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn list(&self) -> lamina_core::Result<Vec<String>> {
-        self.inner.list()
-    }
-    fn exists(&self, name: &str) -> lamina_core::Result<bool> {
-        self.inner.exists(name)
-    }
-    fn sync_dir(&self) -> lamina_core::Result<()> {
-        self.inner.sync_dir()
-    }
-    fn io_stats(&self) -> lamina_core::IoStats {
-        self.inner.io_stats()
-    }
-    fn path_of(&self, name: &str) -> std::path::PathBuf {
-        self.inner.path_of(name)
-    }
-}
-
-impl StorageFile for GatedFile {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> lamina_core::Result<()> {
-        self.gate.pass(self.name());
-        self.inner.read_exact_at(offset, buf)
-    }
-    fn write_all_at(&self, offset: u64, data: &[u8]) -> lamina_core::Result<()> {
-        self.inner.write_all_at(offset, data)
-    }
-    fn len(&self) -> lamina_core::Result<u64> {
-        self.inner.len()
-    }
-    fn set_len(&self, len: u64) -> lamina_core::Result<()> {
-        self.inner.set_len(len)
-    }
-    fn sync_data(&self) -> lamina_core::Result<()> {
-        self.inner.sync_data()
-    }
-    fn punch_hole(&self, offset: u64, len: u64) -> lamina_core::Result<()> {
-        self.inner.punch_hole(offset, len)
-    }
-    fn allocated_bytes(&self) -> lamina_core::Result<u64> {
-        self.inner.allocated_bytes()
-    }
-}
-
 fn engine_key(i: u32) -> Vec<u8> {
     format!("key{i:08}").into_bytes()
 }
@@ -147,8 +78,14 @@ fn engine_options(intent: OpenIntent) -> LaTreeEngineOptions {
 #[test]
 fn a_lookup_answers_while_another_waits_for_a_node_read() {
     let gate = Arc::new(Gate::default());
+    let hook_gate = gate.clone();
+    let hook: Hook = Arc::new(move |name, op| {
+        if op == FileOp::Read {
+            hook_gate.pass(name);
+        }
+    });
     let storage: Arc<dyn Storage> =
-        Arc::new(Gated { inner: MemoryStorage::new(), gate: gate.clone() });
+        Arc::new(HookedStorage::new(Arc::new(MemoryStorage::new()), hook));
     let keys = 3000;
     let value = |i: u32| vec![(i % 251) as u8; 100];
     {

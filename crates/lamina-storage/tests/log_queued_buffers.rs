@@ -8,12 +8,11 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use lamina_core::{Durability, Result};
-use lamina_storage::backend::OpenMode;
+use lamina_core::Durability;
 use lamina_storage::log::{
     LogOp, LogOptions, QUEUED_BUFFERS_MAX, Record, SegmentLog, SegmentLogOptions,
 };
-use lamina_storage::{MemoryStorage, Storage, StorageFile};
+use lamina_storage::{FileOp, Hook, HookedStorage, MemoryStorage, Storage};
 
 /// A liveness bound for threads that must finish (not a measure of speed).
 const LIVENESS: Duration = Duration::from_mins(2);
@@ -49,72 +48,14 @@ impl Drop for OpenOnDrop {
 }
 
 /// Memory storage whose file syncs wait at the gate.
-#[derive(Debug)]
-struct GatedStorage {
-    inner: MemoryStorage,
-    gate: Arc<Gate>,
-}
-
-#[derive(Debug)]
-struct GatedFile {
-    inner: Arc<dyn StorageFile>,
-    gate: Arc<Gate>,
-}
-
-impl Storage for GatedStorage {
-    fn open(&self, name: &str, mode: OpenMode) -> Result<Arc<dyn StorageFile>> {
-        let inner = self.inner.open(name, mode)?;
-        Ok(Arc::new(GatedFile { inner, gate: self.gate.clone() }))
-    }
-    fn remove(&self, name: &str) -> Result<()> {
-        self.inner.remove(name)
-    }
-    fn rename(&self, from: &str, to: &str) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn list(&self) -> Result<Vec<String>> {
-        self.inner.list()
-    }
-    fn exists(&self, name: &str) -> Result<bool> {
-        self.inner.exists(name)
-    }
-    fn sync_dir(&self) -> Result<()> {
-        self.inner.sync_dir()
-    }
-    fn io_stats(&self) -> lamina_core::IoStats {
-        self.inner.io_stats()
-    }
-    fn path_of(&self, name: &str) -> std::path::PathBuf {
-        self.inner.path_of(name)
-    }
-}
-
-impl StorageFile for GatedFile {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.inner.read_exact_at(offset, buf)
-    }
-    fn write_all_at(&self, offset: u64, data: &[u8]) -> Result<()> {
-        self.inner.write_all_at(offset, data)
-    }
-    fn len(&self) -> Result<u64> {
-        self.inner.len()
-    }
-    fn set_len(&self, len: u64) -> Result<()> {
-        self.inner.set_len(len)
-    }
-    fn sync_data(&self) -> Result<()> {
-        self.gate.pass();
-        self.inner.sync_data()
-    }
-    fn punch_hole(&self, offset: u64, len: u64) -> Result<()> {
-        self.inner.punch_hole(offset, len)
-    }
-    fn allocated_bytes(&self) -> Result<u64> {
-        self.inner.allocated_bytes()
-    }
+fn gated_storage(gate: &Arc<Gate>) -> Arc<dyn Storage> {
+    let gate = gate.clone();
+    let hook: Hook = Arc::new(move |_, op| {
+        if op == FileOp::Sync {
+            gate.pass();
+        }
+    });
+    Arc::new(HookedStorage::new(Arc::new(MemoryStorage::new()), hook))
 }
 
 const BUFFER_BYTES: usize = 16 * 1024;
@@ -154,8 +95,7 @@ fn recovered(storage: Arc<dyn Storage>, options: SegmentLogOptions) -> Vec<Recor
 /// A `Durability::None` log on storage whose syncs wait at the returned gate.
 fn gated_log() -> (Arc<Gate>, Arc<dyn Storage>, Arc<SegmentLog>) {
     let gate = Arc::new(Gate::default());
-    let storage: Arc<dyn Storage> =
-        Arc::new(GatedStorage { inner: MemoryStorage::new(), gate: gate.clone() });
+    let storage = gated_storage(&gate);
     let log =
         Arc::new(SegmentLog::open(storage.clone(), options(Durability::None), |_| {}).unwrap());
     (gate, storage, log)
