@@ -30,6 +30,8 @@
 //! 4. Each step counts as a buffer taken (`buffers_taken`): it changes the tree's shape, so
 //!    a lookup's emptying wish from before it is dropped.
 
+use std::borrow::Cow;
+
 use lamina_core::Result;
 
 use super::core::{LaTree, merge_sorted};
@@ -100,11 +102,13 @@ impl LaTree {
         self.buffers_taken += 1; // invariant 4
         self.counters.drain_steps += 1;
         let root = self.root;
-        let mut inner = self.read_inner(root)?;
+        // The cached root itself; copied only if this step changes it.
+        let root_node = self.peek(root)?;
+        let cached = root_node.as_inner().expect("a draining root is inner");
         let draining = self.draining.as_mut().expect("checked above");
         let first = draining.left().first().expect("a draining batch is never empty");
-        let index = inner.child_index(first.key());
-        let share = draining.left().partition_point(|e| inner.child_index(e.key()) == index);
+        let index = cached.child_index(first.key());
+        let share = draining.left().partition_point(|e| cached.child_index(e.key()) == index);
         // A slice of the child's share, never splitting one key's entries (they go down
         // together, newest last).
         let mut share = share.min(draining.step_entries);
@@ -117,15 +121,15 @@ impl LaTree {
         if draining.left().is_empty() {
             self.draining = None;
         }
-        let child = inner.children[index];
+        let child = cached.children[index];
         let pieces = self.descend(child, part)?;
         assert_eq!(pieces.first, child, "a split keeps the node's id for its first piece");
+        let mut inner = Cow::Borrowed(cached);
         let split = !pieces.rest.is_empty();
         if split {
             let (separators, ids): (Vec<_>, Vec<_>) = pieces.rest.into_iter().unzip();
-            inner.insert_split(index, &separators, &ids);
+            inner.to_mut().insert_split(index, &separators, &ids);
         }
-        let mut inner = std::borrow::Cow::Owned(inner);
         let rebalanced = self.fix_underfull(&mut inner, &[child])?;
         if !split && !rebalanced {
             return Ok(());
