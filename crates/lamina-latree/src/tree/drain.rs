@@ -39,7 +39,7 @@ use crate::buffer::BufferEntry;
 use crate::node::Node;
 
 /// The root buffer's entries being handed down (module doc).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Draining {
     /// Sorted by (key, seq).
     entries: Vec<BufferEntry>,
